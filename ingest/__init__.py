@@ -1,0 +1,1 @@
+"""python -m ingest: training logs and result files -> typed records -> the perfledger store."""

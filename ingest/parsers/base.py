@@ -1,0 +1,42 @@
+"""The contract every parser keeps: text in, typed records out, no database, bounded memory.
+
+A parser is fed the file's lines in chunks (already decoded, colour codes and carriage-return progress
+frames removed by ingest/text.py) and returns the steps it found in that chunk as a frame with
+perfledger.records.STEP_SCHEMA. `finish()` returns everything else it learnt (configuration, line
+problems, warnings, non-step results). The pipeline decides what to store and in which transaction.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import ClassVar
+
+import polars as pl
+
+from perfledger.records import LineProblem, ParseSummary
+from perfledger.vocabulary import LogFormat
+
+MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted, not kept, so memory stays bounded
+
+
+class LogParser(ABC):
+    format: ClassVar[LogFormat]
+
+    def __init__(self, file_name: str) -> None:
+        self.file_name = file_name
+        self.problems: list[LineProblem] = []
+        self.skipped_lines = 0
+
+    @abstractmethod
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        """Parse one chunk; lines[i] is line number first_lineno + i. Returns the chunk's steps."""
+
+    @abstractmethod
+    def finish(self) -> ParseSummary:
+        """Called once after the last chunk. Raises ParseError when the file held nothing usable."""
+
+    def problem(self, line: int | None, reason: str) -> None:
+        self.skipped_lines += 1
+        if len(self.problems) < MAX_PROBLEMS_KEPT:
+            self.problems.append(LineProblem(self.file_name, line, reason))

@@ -1,0 +1,68 @@
+"""Bytes -> clean text lines, in chunks, in bounded memory.
+
+What real logs throw at us and what happens here: non-UTF-8 bytes become U+FFFD (never an exception);
+ANSI colour codes are removed; a CRLF ending loses its CR; carriage-return progress frames inside one line
+are kept (parsers that read tqdm bars split on "\r" themselves); a line longer than MAX_LINE_BYTES is cut
+there, so one newline-free gigabyte cannot take the memory with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+CHUNK_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
+HEAD_BYTES = 64 * 1024
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]")
+
+
+def clean_text(text: str) -> str:
+    """Remove ANSI escape sequences (colours, cursor moves) from text."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def head_text(raw: bytes) -> str:
+    """The first bytes of a file as clean text, for format detection."""
+    return clean_text(decode(raw[:HEAD_BYTES]))
+
+
+def iter_line_chunks(stream: BinaryIO, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number of the first line, clean lines) for consecutive chunks of the stream."""
+    lineno = 1
+    carry = b""
+    while True:
+        block = stream.read(chunk_bytes)
+        if not block:
+            break
+        data = carry + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) <= MAX_LINE_BYTES:
+                carry = data
+                continue
+            cut = len(data) - 1  # a newline-free run past the limit: emit it as one cut line
+        carry = data[cut + 1 :]
+        lines = _split(data[: cut + 1])
+        yield lineno, lines
+        lineno += len(lines)
+    if carry:
+        yield lineno, _split(carry)
+
+
+def _split(data: bytes) -> list[str]:
+    text = clean_text(decode(data))
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [_limit(line.removesuffix("\r")) for line in lines]
+
+
+def _limit(line: str) -> str:
+    return line if len(line) <= MAX_LINE_BYTES else line[:MAX_LINE_BYTES]

@@ -1,0 +1,5 @@
+import sys
+
+from perfledger.cli import main
+
+sys.exit(main())

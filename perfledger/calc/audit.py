@@ -1,0 +1,184 @@
+"""Audit of claims: does a published TFLOP/s follow from its own tokens/s, and is it plausible at all?
+
+Two checks per `model_tflops_per_device` claim:
+1. consistency: recomputed = tokens_per_s_per_device (same source and configuration) x FLOPs per token / 1e12;
+   rel_diff = (reported - recomputed) / recomputed; consistent when |rel_diff| <= tolerance.
+   Without a tokens/s row of its own, the claim is matched against every other source's tokens/s row for the
+   same model and accelerator, and the rows that reproduce it are named (the "797 per H100" case).
+2. plausibility: mfu = reported / dense peak of the stated precision (bf16 when unstated); above the ceiling
+   the claim is "implausible" and the explanation says which precision would make it plausible.
+The two answers are separate columns: a claim can be consistent with its own tokens/s and still implausible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from perfledger.calc import flops as fl
+from perfledger.calc import metrics as m
+from perfledger.errors import InvalidInput
+
+DEFAULT_TOLERANCE = 0.02
+DEFAULT_MFU_CEILING = 0.70
+MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
+              "precision", "framework_version", "tp", "pp", "cp", "ep")
+
+AUDIT_SCHEMA: dict[str, pl.DataType] = {
+    "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
+    "n_devices": pl.Int64(), "precision": pl.String(), "seq_len": pl.Int64(), "metric": pl.String(),
+    "reported": pl.Float64(), "recomputed": pl.Float64(), "unit": pl.String(), "rel_diff": pl.Float64(),
+    "tolerance": pl.Float64(), "mfu_at_stated_precision": pl.Float64(), "peak_used": pl.String(),
+    "verdict": pl.String(), "plausibility": pl.String(), "formula": pl.String(), "tokens_per_s_per_device": pl.Float64(),
+    "explanation": pl.String(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRule:
+    tolerance: float = DEFAULT_TOLERANCE
+    mfu_ceiling: float = DEFAULT_MFU_CEILING
+    formula: str = fl.DEFAULT_FORMULA
+
+    def describe(self) -> str:
+        return (f"consistent when |reported - recomputed| / recomputed <= {self.tolerance:.0%} "
+                f"(FLOPs: {fl.FORMULA_TITLES.get(self.formula, self.formula)}); implausible when MFU at the "
+                f"stated precision (bf16 when unstated) > {self.mfu_ceiling:.0%}")
+
+
+def relative_difference(reported: float, recomputed: float) -> float:
+    """(reported - recomputed) / recomputed      (fraction; positive = the claim is higher)
+
+    >>> round(relative_difference(836, 835.6), 4)
+    0.0005
+    """
+    return (reported - recomputed) / recomputed
+
+
+def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
+                 rule: AuditRule = AuditRule()) -> pl.DataFrame:
+    """One row per model-TFLOPS claim with reported, recomputed, rel_diff, tolerance, verdict and why."""
+    shapes = {row["id"]: row for row in models.iter_rows(named=True)}
+    accels = {row["id"]: row for row in accelerators.iter_rows(named=True)}
+    claims = results.filter(pl.col("metric") == "model_tflops_per_device")
+    throughput = results.filter(pl.col("metric") == "tokens_per_s_per_device")
+    rows = [_audit_one(claim, throughput, shapes, accels, rule) for claim in claims.iter_rows(named=True)]
+    if not rows:
+        return pl.DataFrame(schema=AUDIT_SCHEMA)
+    return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row")
+
+
+def _audit_one(claim: Mapping[str, Any], throughput: pl.DataFrame, shapes: Mapping[str, Mapping[str, Any]],
+               accels: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> dict[str, Any]:
+    row: dict[str, Any] = {k: claim.get(k) for k in ("source_id", "model_id", "accelerator_id", "n_devices",
+                                                       "precision", "seq_len", "metric", "unit")}
+    row |= {"claim_id": claim.get("id"), "reported": claim["value"], "tolerance": rule.tolerance,
+            "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula), "recomputed": None, "rel_diff": None,
+            "tokens_per_s_per_device": None, "mfu_at_stated_precision": None, "peak_used": None}
+    notes: list[str] = []
+    verdict = _consistency(claim, throughput, shapes, rule, row, notes)
+    row["verdict"] = verdict
+    row["plausibility"] = _plausibility(claim, accels, rule, row, notes)
+    row["explanation"] = "; ".join(notes)
+    return row
+
+
+def _flops_for(claim: Mapping[str, Any], shapes: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> float | None:
+    shape_row = shapes.get(claim.get("model_id") or "")
+    if shape_row is None:
+        return None
+    seq_len = claim.get("seq_len") or shape_row.get("seq_len")
+    try:
+        return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq_len), rule.formula)
+    except (InvalidInput, TypeError, ValueError):
+        return None
+
+
+def _same_config(claim: Mapping[str, Any], throughput: pl.DataFrame) -> pl.DataFrame:
+    mask = pl.lit(True)
+    for key in MATCH_KEYS:
+        value = claim.get(key)
+        mask = mask & (pl.col(key).is_null() if value is None else pl.col(key) == value)
+    return throughput.filter(mask)
+
+
+def _consistency(claim: Mapping[str, Any], throughput: pl.DataFrame, shapes: Mapping[str, Mapping[str, Any]],
+                 rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
+    f = _flops_for(claim, shapes, rule)
+    if f is None:
+        notes.append(f"no architecture for model {claim.get('model_id')!r} in the catalog: FLOPs unknown")
+        return "unchecked"
+    pairs = _same_config(claim, throughput)
+    if pairs.height:
+        best = min(pairs["value"].to_list(), key=lambda tps: abs(relative_difference(claim["value"], m.model_tflops(tps, f))))
+        recomputed = m.model_tflops(best, f)
+        diff = relative_difference(claim["value"], recomputed)
+        row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best}
+        if pairs.height > 1:
+            notes.append(f"{pairs.height} tokens/s rows share this configuration; the closest was used")
+        return "consistent" if abs(diff) <= rule.tolerance else "inconsistent"
+    return _match_elsewhere(claim, throughput, f, rule, row, notes)
+
+
+def _match_elsewhere(claim: Mapping[str, Any], throughput: pl.DataFrame, f: float, rule: AuditRule,
+                     row: dict[str, Any], notes: list[str]) -> str:
+    others = throughput.filter((pl.col("model_id") == claim.get("model_id"))
+                               & (pl.col("accelerator_id") == claim.get("accelerator_id")))
+    matches = []
+    for other in others.iter_rows(named=True):
+        recomputed = m.model_tflops(other["value"], f)
+        diff = relative_difference(claim["value"], recomputed)
+        if abs(diff) <= rule.tolerance:
+            matches.append((abs(diff), other, recomputed, diff))
+    if not matches:
+        notes.append("no tokens/s figure for the same configuration, here or in any other source")
+        return "unchecked"
+    _, other, recomputed, diff = min(matches, key=lambda t: t[0])
+    row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": other["value"]}
+    notes.append(
+        f"the claim states no throughput of its own; it matches {other['source_id']} at "
+        f"{_fmt_int(other.get('n_devices'))} devices ({other['value']:g} tokens/s/device -> {recomputed:.1f} TFLOP/s)"
+        + (f", one of {len(matches)} matching rows" if len(matches) > 1 else "")
+    )
+    return "consistent"
+
+
+def _plausibility(claim: Mapping[str, Any], accels: Mapping[str, Mapping[str, Any]], rule: AuditRule,
+                  row: dict[str, Any], notes: list[str]) -> str:
+    acc = accels.get(claim.get("accelerator_id") or "")
+    if acc is None:
+        notes.append("accelerator not in the catalog: MFU not checked")
+        return "unchecked"
+    stated = claim.get("precision") or "unstated"
+    precision = "bf16" if stated in ("unstated", "", None) else stated
+    try:
+        peak = m.peak_tflops(acc, precision)
+    except InvalidInput as exc:
+        notes.append(f"MFU not checked: {exc}")
+        return "unchecked"
+    util = claim["value"] / peak.tflops
+    assumed = " (assumed: precision unstated)" if precision != stated else ""
+    row |= {"mfu_at_stated_precision": util, "peak_used": peak.describe() + assumed}
+    if util <= rule.mfu_ceiling:
+        return "plausible"
+    notes.append(_implausible_reason(claim["value"], util, precision, acc, rule))
+    return "implausible"
+
+
+def _implausible_reason(value: float, util: float, precision: str, acc: Mapping[str, Any], rule: AuditRule) -> str:
+    reason = f"{util:.0%} of the dense {precision} peak exceeds the {rule.mfu_ceiling:.0%} ceiling"
+    if precision != "fp8":
+        try:
+            fp8 = m.peak_tflops(acc, "fp8")
+        except InvalidInput:
+            return reason + "; no FP8 peak that would explain it (sparsity or a different FLOP count?)"
+        return reason + f"; plausible only in FP8 ({value / fp8.tflops:.0%} of the FP8 dense peak)"
+    return reason + "; check the FLOP count (recompute counted as model FLOPs?) or a sparse peak"
+
+
+def _fmt_int(value: Any) -> str:
+    return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{int(value):,}"

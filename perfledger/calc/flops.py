@@ -1,0 +1,163 @@
+"""Training FLOPs per token, by named formula (see the README's "How FLOPs are counted").
+
+Notation: L layers, h hidden, h_kv = kv_heads * head_dim, f ffn hidden, V vocab, s sequence length,
+k experts per token (MoE top-k), m MLP matrices (3 SwiGLU, 2 GELU), N parameters. Every formula counts
+forward + backward (x3) of multiply-adds (x2) and no activation recompute: model FLOPs, not hardware FLOPs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfledger.errors import InvalidInput
+
+
+@dataclass(frozen=True, slots=True)
+class ModelShape:
+    """The architecture numbers FLOPs need; built from a `model` row or a log's printed config."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    vocab: int
+    swiglu: bool
+    moe_top_k: int = 1
+    params: float | None = None  # total parameters, for the 6N family
+    active_params: float | None = None  # MoE: parameters a token uses
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ModelShape:
+        """From a `model` table row; raises InvalidInput naming the first missing column."""
+        for col in ("layers", "hidden", "heads", "ffn_hidden", "vocab"):
+            if row.get(col) in (None, 0):
+                raise InvalidInput(f"model {row.get('id', '?')} has no {col} in the catalog; FLOPs cannot be computed")
+        return cls(
+            layers=int(row["layers"]),
+            hidden=int(row["hidden"]),
+            heads=int(row["heads"]),
+            kv_heads=int(row.get("kv_heads") or row["heads"]),
+            ffn_hidden=int(row["ffn_hidden"]),
+            vocab=int(row["vocab"]),
+            swiglu=(row.get("ffn_kind") or "gelu") == "swiglu",
+            moe_top_k=int(row.get("moe_top_k") or 1),
+            params=_positive_or_none(row.get("params")),
+            active_params=_positive_or_none(row.get("active_params")),
+        )
+
+    @property
+    def kv_hidden(self) -> float:
+        return self.hidden * self.kv_heads / self.heads
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.swiglu else 2
+
+
+def _positive_or_none(value: Any) -> float | None:
+    return float(value) if value not in (None, "") and float(value) > 0 else None
+
+
+def nemo(shape: ModelShape, seq_len: int) -> float:
+    """NeMo's llama2/gpt3 count before 2025-08-09 (= Megatron-LM 2024-03..2025-03): reproduces NVIDIA's tables.
+
+    F = 6 * [L * (2h^2 + 2*h*h_kv + m*h*f*k) + h*V] + 12*L*s*h       (FLOP per token)
+
+    >>> from perfledger.calc.flops import LLAMA2_7B
+    >>> round(nemo(LLAMA2_7B, 4096) / 1e9, 3)  # Llama 2 7B at s=4096 (formulas.md: 46.085 GFLOP/token)
+    46.085
+    """
+    return _dense_terms(shape) + 12 * shape.layers * seq_len * shape.hidden
+
+
+def causal(shape: ModelShape, seq_len: int) -> float:
+    """NeMo since 2025-08-09 and Megatron-LM since 2025-03-06: attention halved for the causal mask.
+
+    F = 6 * [L * (2h^2 + 2*h*h_kv + m*h*f*k) + h*V] + 6*L*s*h       (FLOP per token)
+
+    >>> from perfledger.calc.flops import LLAMA2_7B
+    >>> round(causal(LLAMA2_7B, 4096) / 1e9, 2)
+    42.86
+    """
+    return _dense_terms(shape) + 6 * shape.layers * seq_len * shape.hidden
+
+
+def six_n(shape: ModelShape, seq_len: int) -> float:
+    """The classic estimate: 6 FLOPs per parameter per token, attention scores ignored (N = active params).
+
+    F = 6 * N                                                        (FLOP per token)
+
+    >>> from perfledger.calc.flops import LLAMA2_7B
+    >>> round(six_n(LLAMA2_7B, 4096) / 1e9, 2)
+    40.43
+    """
+    return 6 * _params(shape)
+
+
+def palm(shape: ModelShape, seq_len: int) -> float:
+    """PaLM Appendix B: 6N plus attention, no causal halving (N = active params incl. embeddings).
+
+    F = 6 * N + 12 * L * s * h                                      (FLOP per token)
+
+    >>> from perfledger.calc.flops import LLAMA2_7B
+    >>> round(palm(LLAMA2_7B, 4096) / 1e9, 2)
+    46.87
+    """
+    return 6 * _params(shape) + 12 * shape.layers * seq_len * shape.hidden
+
+
+def _dense_terms(shape: ModelShape) -> float:
+    per_layer = (
+        2 * shape.hidden**2
+        + 2 * shape.hidden * shape.kv_hidden
+        + shape.mlp_matrices * shape.hidden * shape.ffn_hidden * shape.moe_top_k
+    )
+    return 6 * (shape.layers * per_layer + shape.hidden * shape.vocab)
+
+
+def _params(shape: ModelShape) -> float:
+    n = shape.active_params or shape.params
+    if n is None:
+        raise InvalidInput("this formula needs the model's parameter count, which the catalog does not have")
+    return n
+
+
+FORMULAS: dict[str, Callable[[ModelShape, int], float]] = {
+    "nemo": nemo,
+    "causal": causal,
+    "6n": six_n,
+    "palm": palm,
+}
+FORMULA_TITLES = {
+    "nemo": "NeMo / Megatron 2024 (F_req; reproduces NVIDIA's published TFLOPS)",
+    "causal": "causal-halved attention (NeMo since 2025-08, Megatron since 2025-03)",
+    "6n": "6N (parameters only)",
+    "palm": "6N + 12·L·s·h (PaLM Appendix B)",
+}
+DEFAULT_FORMULA = "nemo"
+
+
+def flops_per_token(shape: ModelShape, seq_len: int, formula: str = DEFAULT_FORMULA) -> float:
+    """Training FLOPs per token under the named formula (see FORMULAS); FLOP/token.
+
+    >>> from perfledger.calc.flops import LLAMA2_70B
+    >>> round(flops_per_token(LLAMA2_70B, 4096) / 1e9, 1)  # Llama 2 70B, GQA 8 kv heads, SwiGLU
+    444.5
+    """
+    if seq_len is None or seq_len <= 0:
+        raise InvalidInput(f"seq_len must be a positive number of tokens, got {seq_len}")
+    try:
+        fn = FORMULAS[formula]
+    except KeyError:
+        raise InvalidInput(f"unknown FLOPs formula {formula!r}; known: {', '.join(FORMULAS)}") from None
+    return fn(shape, seq_len)
+
+
+# Shapes used by the docstring examples (formulas.md section 2); the store's model table is the real source.
+LLAMA2_7B = ModelShape(layers=32, hidden=4096, heads=32, kv_heads=32, ffn_hidden=11008, vocab=32000, swiglu=True,
+                       params=6.738e9)
+LLAMA2_70B = ModelShape(layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, vocab=32000, swiglu=True,
+                        params=68.977e9)

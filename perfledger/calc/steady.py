@@ -1,0 +1,175 @@
+"""Steady state of a training run: which steps count, and the throughput and jitter over them.
+
+The rule is explicit and stored with every derived figure:
+- warm-up: the first max(warmup_min_steps, ceil(warmup_fraction * n)) logged steps, at most half of them;
+- stall: after warm-up, a step slower than max(median * (1 + stall_min_excess),
+  median + stall_mads * 1.4826 * MAD) (eval, checkpoint, a straggler); counted, then excluded;
+- steady window: the remaining steps. Throughput = tokens in the window / time in the window.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from perfledger.errors import InvalidInput
+
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True, slots=True)
+class SteadyRule:
+    warmup_min_steps: int = 3
+    warmup_fraction: float = 0.1
+    stall_mads: float = 5.0
+    stall_min_excess: float = 0.25
+    first_step: int | None = None  # a window chosen by hand overrides the warm-up rule
+    last_step: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        if self.first_step is not None or self.last_step is not None:
+            window = f"steps {self.first_step or 'first'}..{self.last_step or 'last'} chosen by hand"
+        else:
+            window = f"warm-up = first max({self.warmup_min_steps}, {self.warmup_fraction:.0%} of steps)"
+        return (
+            f"{window}; stall = step time > max(median x {1 + self.stall_min_excess:g}, "
+            f"median + {self.stall_mads:g} x 1.4826 x MAD)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SteadyState:
+    first_step: int | None
+    last_step: int | None
+    steps_in_window: int
+    warmup_steps: int
+    stalls: int
+    step_time_s_median: float | None
+    step_time_s_p99: float | None
+    jitter_cv: float | None
+    jitter_p99_p50: float | None
+    tokens_per_s: float | None  # aggregate over all devices
+    rule: SteadyRule
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["rule"] = self.rule.as_dict()
+        return out
+
+
+def warmup_count(n_steps: int, rule: SteadyRule) -> int:
+    """How many leading logged steps the warm-up rule drops.
+
+    >>> warmup_count(1000, SteadyRule())
+    100
+    >>> warmup_count(4, SteadyRule())
+    2
+    """
+    return min(max(rule.warmup_min_steps, math.ceil(rule.warmup_fraction * n_steps)), n_steps // 2)
+
+
+def label_steps(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> pl.Series:
+    """One label per row of `steps` (ordered by step): "warmup", "stall", "steady" or "untimed"."""
+    if steps.height == 0:
+        return pl.Series("phase", [], dtype=pl.String)
+    frame = steps.select(
+        pl.col("step"),
+        pl.col("step_time_s").cast(pl.Float64).alias("t"),
+        _window_expr(rule, steps.height).alias("inside"),
+    ).with_columns(timed=pl.col("t").is_not_null() & pl.col("t").is_finite() & (pl.col("t") > 0))
+    threshold = _stall_threshold(frame.filter(pl.col("inside") & pl.col("timed"))["t"], rule)
+    stalled = pl.col("t") > threshold if threshold is not None else pl.lit(False)
+    return frame.select(
+        pl.when(~pl.col("inside"))
+        .then(pl.lit("warmup"))
+        .when(~pl.col("timed"))
+        .then(pl.lit("untimed"))
+        .when(stalled)
+        .then(pl.lit("stall"))
+        .otherwise(pl.lit("steady"))
+        .alias("phase")
+    )["phase"]
+
+
+def _window_expr(rule: SteadyRule, n: int) -> pl.Expr:
+    if rule.first_step is not None or rule.last_step is not None:
+        lo = rule.first_step if rule.first_step is not None else -(2**62)
+        hi = rule.last_step if rule.last_step is not None else 2**62
+        return (pl.col("step") >= lo) & (pl.col("step") <= hi)
+    return pl.int_range(pl.len()) >= warmup_count(n, rule)
+
+
+def _stall_threshold(times: pl.Series, rule: SteadyRule) -> float | None:
+    if times.len() < 3:
+        return None
+    median = float(times.median())  # type: ignore[arg-type]
+    mad = float((times - median).abs().median())  # type: ignore[arg-type]
+    return max(median * (1 + rule.stall_min_excess), median + rule.stall_mads * MAD_TO_SIGMA * mad)
+
+
+def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> SteadyState:
+    """Steady-state step time, jitter and aggregate tokens/s over the window the rule keeps.
+
+    steps needs columns step, step_time_s (s), tokens (per step, all devices; may be null).
+    tokens_per_s = sum(tokens) / sum(step_time_s) over steady steps        (tokens/s, all devices)
+    jitter_cv = std(step_time_s) / mean(step_time_s); jitter_p99_p50 = p99 / p50   (dimensionless)
+
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"step": range(1, 21), "step_time_s": [9.0] + [1.0] * 18 + [5.0], "tokens": [1000.0] * 20})
+    >>> s = steady_state(f)
+    >>> (s.warmup_steps, s.stalls, s.step_time_s_median, s.tokens_per_s)
+    (3, 1, 1.0, 1000.0)
+    """
+    if steps.height == 0:
+        raise InvalidInput("the run has no steps, so it has no steady state")
+    ordered = steps.sort("step")
+    phase = label_steps(ordered, rule)
+    frame = ordered.with_columns(phase)
+    steady = frame.filter(pl.col("phase") == "steady")
+    times = steady["step_time_s"].cast(pl.Float64)
+    median = _q(times, 0.5)
+    p99 = _q(times, 0.99)
+    return SteadyState(
+        first_step=_int_or_none(steady["step"].min()),
+        last_step=_int_or_none(steady["step"].max()),
+        steps_in_window=steady.height,
+        warmup_steps=int((frame["phase"] == "warmup").sum()),
+        stalls=int((frame["phase"] == "stall").sum()),
+        step_time_s_median=median,
+        step_time_s_p99=p99,
+        jitter_cv=_cv(times),
+        jitter_p99_p50=(p99 / median) if median and p99 is not None else None,
+        tokens_per_s=_tokens_per_s(steady),
+        rule=rule,
+    )
+
+
+def _q(values: pl.Series, q: float) -> float | None:
+    if values.len() == 0:
+        return None
+    return float(values.quantile(q, interpolation="linear"))  # type: ignore[arg-type]
+
+
+def _cv(values: pl.Series) -> float | None:
+    if values.len() < 2:
+        return None
+    mean = float(values.mean())  # type: ignore[arg-type]
+    return float(values.std()) / mean if mean > 0 else None  # type: ignore[arg-type]
+
+
+def _tokens_per_s(steady: pl.DataFrame) -> float | None:
+    timed = steady.filter(pl.col("tokens").is_not_null() & pl.col("tokens").is_finite())
+    total_time = float(timed["step_time_s"].sum()) if timed.height else 0.0
+    if timed.height == 0 or total_time <= 0:
+        return None
+    return float(timed["tokens"].sum()) / total_time
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)

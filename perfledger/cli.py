@@ -1,0 +1,156 @@
+"""python -m perfledger: init | rebuild | calc | export | audit | copy.
+
+The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
+0 done, 1 the store or data refused, 2 a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perfledger import store
+from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
+from perfledger.settings import load_settings
+
+USAGE_ERRORS = (InvalidInput, UnknownId, InvalidQuery)
+PAGES = ("overview", "speedups", "accelerators", "scaling", "time-to-train", "runs", "audit", "sources")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m perfledger", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_db(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--db", help="SQLAlchemy URL of the store (default: PERFLEDGER_DB_URL, else data/perfledger.duckdb)")
+        return p
+
+    init = with_db(sub.add_parser("init", help="build the store from data/ (idempotent)"))
+    init.add_argument("--data", type=Path, help="folder of curated CSVs (default: PERFLEDGER_DATA_DIR, else data/)")
+    rebuild = with_db(sub.add_parser("rebuild", help="drop every table and build the store again from data/"))
+    rebuild.add_argument("--data", type=Path)
+
+    calc = with_db(sub.add_parser("calc", help="compute one figure: calc NAME key=value ..."))
+    calc.add_argument("name")
+    calc.add_argument("args", nargs="*", metavar="key=value")
+    calc.add_argument("--json", action="store_true", help="print {name, value, unit, formula, inputs}")
+
+    export = with_db(sub.add_parser("export", help="print the table a page shows for a URL query string"))
+    export.add_argument("page", choices=PAGES)
+    export.add_argument("query", nargs="?", default="", help='the URL query string, e.g. "m=llama2-70b"')
+    export.add_argument("--format", choices=("csv", "json"), default="csv")
+
+    audit = with_db(sub.add_parser("audit", help="check every TFLOPS claim against its own tokens/s and peak"))
+    audit.add_argument("--format", choices=("table", "csv", "json"), default="table")
+
+    copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
+    copy.add_argument("--from", dest="src", required=True, help="source store URL")
+    copy.add_argument("--to", dest="dst", required=True, help="destination store URL (must be empty)")
+    return parser
+
+
+def _key_values(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"arguments are key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_init(args: argparse.Namespace, *, rebuild: bool = False) -> int:
+    engine = store.engine_from_url(args.db)
+    data_dir = args.data or load_settings().data_dir
+    report = (store.rebuild_store if rebuild else store.init_store)(engine, data_dir)
+    where = store.mask_url(str(engine.url))
+    added = ", ".join(f"{n} {table}" for table, n in report.inserted.items())
+    print(f"{where}: {'rebuilt' if rebuild else 'initialised'}; added {added}" if report.changed
+          else f"{where}: already up to date; nothing added")
+    for u in report.unresolved:
+        print(f"unresolved: {u.file}:{u.line}: {u.kind} {u.name!r} (nearest: {', '.join(u.nearest) or 'none'}); "
+              "row kept with no id", file=sys.stderr)
+    return 0
+
+
+def cmd_calc(args: argparse.Namespace) -> int:
+    from perfledger.figures import compute
+
+    figure = compute(args.name, _key_values(args.args), store.engine_from_url(args.db))
+    if args.json:
+        print(json.dumps(figure.as_json(), indent=2, default=str))
+        return 0
+    print(f"{figure.name} = {figure.value:,.6g} {figure.unit}")
+    for note in figure.notes:
+        print(f"  {note}")
+    print(f"formula: {figure.formula}")
+    print("inputs: " + " ".join(f"{k}={v}" for k, v in figure.inputs.items()))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from perfledger import views
+
+    data = views.export(args.page, args.query, store.engine_from_url(args.db), fmt=args.format)
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 0
+
+
+def audit_frame(engine: Any) -> Any:
+    from perfledger.calc.audit import audit_claims
+
+    return audit_claims(store.results(engine), store.models(engine), store.accelerators(engine))
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    frame = audit_frame(store.engine_from_url(args.db))
+    if args.format == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif args.format == "json":
+        rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                for r in frame.iter_rows(named=True)]
+        print(json.dumps(rows, indent=1, default=str))
+    else:
+        for r in frame.iter_rows(named=True):
+            recomputed = f"{r['recomputed']:.1f}" if r["recomputed"] is not None else "-"
+            print(f"{r['verdict']:<12} {r['plausibility']:<11} {r['source_id']}: {r['model_id']} on "
+                  f"{r['accelerator_id']} reported {r['reported']:g} recomputed {recomputed} TFLOP/s  "
+                  f"{r['explanation']}")
+        counts = frame["verdict"].value_counts(sort=True).iter_rows()
+        print("; ".join(f"{n} {v}" for v, n in counts), file=sys.stderr)
+    return 0
+
+
+def cmd_copy(args: argparse.Namespace) -> int:
+    report = store.copy_store(store.engine_from_url(args.src), store.engine_from_url(args.dst))
+    print("copied " + ", ".join(f"{n} {t}" for t, n in report.items()) + "; row counts verified")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    commands = {
+        "init": cmd_init,
+        "rebuild": lambda a: cmd_init(a, rebuild=True),
+        "calc": cmd_calc,
+        "export": cmd_export,
+        "audit": cmd_audit,
+        "copy": cmd_copy,
+    }
+    try:
+        return commands[args.command](args)
+    except USAGE_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except PerfledgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

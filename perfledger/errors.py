@@ -1,0 +1,95 @@
+"""Errors a user caused or can fix; ``str(exc)`` is written for them.
+
+* PerfledgerError
+  * ParseError          a file could not be read (file_name, line, reason)
+    * UnknownFormat     no parser recognises the content
+    * FileTooLarge      the upload limit, measured after gunzip
+  * DataFileError       a curated CSV under data/ is malformed (file, line, reason)
+  * UnknownId           an accelerator or model name that resolves to nothing (lists the nearest ids)
+  * InvalidInput        a value outside a calculation's domain, or a missing argument
+  * InvalidSetting      an environment value that does not fit its setting
+  * InvalidQuery        a URL query value a page cannot use
+  * StoreError          the database refused or could not be reached
+    * StoreBusy         another process holds DuckDB's write lock
+    * ReadOnlyStore     writes are switched off (PERFLEDGER_READ_ONLY)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class PerfledgerError(Exception):
+    """Base of every error meant for a person to read."""
+
+
+class ParseError(PerfledgerError):
+    def __init__(self, file_name: str, line: int | None, reason: str) -> None:
+        self.file_name = file_name
+        self.line = line
+        self.reason = reason
+        where = f"{file_name}:{line}" if line is not None else file_name
+        super().__init__(f"{where}: {reason}")
+
+
+class UnknownFormat(ParseError):
+    pass
+
+
+class FileTooLarge(ParseError):
+    pass
+
+
+class DataFileError(PerfledgerError):
+    def __init__(self, file_name: str, line: int | None, reason: str) -> None:
+        self.file_name = file_name
+        self.line = line
+        self.reason = reason
+        where = f"{file_name}:{line}" if line is not None else file_name
+        super().__init__(f"{where}: {reason}")
+
+
+class UnknownId(PerfledgerError):
+    def __init__(self, kind: str, name: str, nearest: Sequence[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.nearest = tuple(nearest)
+        hint = f"; nearest: {', '.join(self.nearest)}" if self.nearest else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+
+class InvalidInput(PerfledgerError):
+    pass
+
+
+class InvalidSetting(PerfledgerError):
+    pass
+
+
+class InvalidQuery(PerfledgerError):
+    pass
+
+
+class StoreError(PerfledgerError):
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"the store {url} refused the request: {reason}")
+
+
+class StoreBusy(StoreError):
+    def __init__(self, url: str, holder: str = "another process") -> None:
+        self.url = url
+        self.holder = holder
+        self.reason = f"held by {holder}"
+        Exception.__init__(
+            self,
+            f"the store is busy, held by {holder} ({url}); an ingest may be running: try again in a few seconds",
+        )
+
+
+class ReadOnlyStore(StoreError):
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.reason = "read-only"
+        Exception.__init__(self, f"the store {url} is read-only here (PERFLEDGER_READ_ONLY=1); writes are off")

@@ -1,0 +1,151 @@
+"""Frozen, typed records handed between layers (parser -> pipeline -> store -> calc -> views).
+
+Steps travel in batches as Polars frames with STEP_SCHEMA, so a 1 GB log never becomes millions of
+Python objects; everything else is a small frozen dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import polars as pl
+
+from perfledger.vocabulary import LogFormat
+
+# One row per logged optimizer step. `tokens` and `samples` are per step over all devices;
+# reported_* are what the log itself printed (per device), kept beside our recomputation.
+STEP_SCHEMA: dict[str, pl.DataType] = {
+    "step": pl.Int64(),
+    "step_time_s": pl.Float64(),
+    "tokens": pl.Float64(),
+    "samples": pl.Float64(),
+    "loss": pl.Float64(),
+    "lr": pl.Float64(),
+    "grad_norm": pl.Float64(),
+    "reported_tflops_per_device": pl.Float64(),
+    "reported_mfu": pl.Float64(),
+    "reported_tokens_per_s_per_device": pl.Float64(),
+    "memory_gb": pl.Float64(),
+}
+
+
+def empty_steps() -> pl.DataFrame:
+    return pl.DataFrame(schema=STEP_SCHEMA)
+
+
+def steps_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Rows (dicts with any subset of STEP_SCHEMA keys) -> a frame with exactly STEP_SCHEMA."""
+    if not rows:
+        return empty_steps()
+    return pl.DataFrame(rows, schema=STEP_SCHEMA, strict=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    """A line that was skipped or only partly understood; the run is still stored."""
+
+    file_name: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file_name}:{self.line}" if self.line is not None else self.file_name
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Configuration a log states (or the user supplies). None = not stated."""
+
+    model: str | None = None  # canonical model id when resolvable, else the name as printed
+    model_as_printed: str | None = None
+    accelerator: str | None = None  # canonical accelerator id when resolvable
+    accelerator_as_printed: str | None = None
+    n_devices: int | None = None
+    precision: str | None = None  # a Precision value
+    seq_len: int | None = None
+    global_batch: int | None = None
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    cp: int | None = None
+    ep: int | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    strategy: str | None = None
+    workload: str | None = None
+    # Architecture when the log prints it (lets FLOPs be computed for a model with no catalog entry).
+    num_layers: int | None = None
+    hidden_size: int | None = None
+    ffn_hidden_size: int | None = None
+    num_attention_heads: int | None = None
+    num_kv_heads: int | None = None
+    vocab_size: int | None = None
+    swiglu: bool | None = None
+    num_experts: int | None = None
+    moe_top_k: int | None = None
+
+    def merged(self, override: RunConfig) -> RunConfig:
+        """This config with every field that `override` states replaced by the override's value."""
+        changes = {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
+        return replace(self, **changes)
+
+    def stated(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRecord:
+    """One reported or measured number, the row shape of the `result` table (ids resolved or None)."""
+
+    metric: str
+    value: float
+    unit: str
+    source_id: str | None = None
+    run_id: int | None = None
+    accelerator_id: str | None = None
+    accelerator_as_printed: str | None = None
+    n_devices: int | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    model_id: str | None = None
+    model_as_printed: str | None = None
+    workload: str | None = None
+    precision: str | None = None
+    seq_len: int | None = None
+    global_batch: int | None = None
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    cp: int | None = None
+    strategy: str | None = None
+    sparsity: float | None = None
+    evidence: str = "reported"
+    locator: str | None = None
+    note: str | None = None
+    baseline: str | None = None  # for relative_throughput: what the ratio is against
+
+
+@dataclass(frozen=True, slots=True)
+class ParseSummary:
+    """What a parser knows once the whole file has been read (steps went out in batches)."""
+
+    format: LogFormat
+    config: RunConfig
+    problems: tuple[LineProblem, ...] = ()
+    warnings: tuple[str, ...] = ()
+    results: tuple[ResultRecord, ...] = ()  # non-step figures: MLPerf time to train, claims, microbench
+    skipped_lines: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)  # format-specific extras kept in run.config JSON
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    run_id: int
+    created: bool

@@ -1,0 +1,157 @@
+"""The only definition of perfledger's tables (SQLAlchemy Core); `init`, tests and the store import it.
+
+Tidy: one reported or measured number per `result` row. Column types are portable between DuckDB and
+PostgreSQL; JSON travels as Text so both engines store the same bytes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+source = Table(
+    "source",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("kind", String, nullable=False),  # vocabulary.SourceKind
+    Column("title", Text, nullable=False),
+    Column("publisher", Text),
+    Column("date", String),  # as published: "2023-12", "2024-05-14", free text kept in note
+    Column("url", Text),
+    Column("evidence", Text),  # how direct the source is, e.g. "primary (vendor claim)"
+    Column("note", Text),
+)
+
+accelerator = Table(
+    "accelerator",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("vendor", String, nullable=False),
+    Column("name", String, nullable=False),
+    Column("form", String),
+    Column("memory_gb", Float),
+    Column("mem_bw_tbps", Float),
+    Column("fp32_tflops", Float),  # dense peaks per `unit_basis`, never with sparsity
+    Column("tf32_tflops", Float),
+    Column("fp16_tflops", Float),
+    Column("bf16_tflops", Float),
+    Column("fp8_tflops", Float),
+    Column("tdp_w", Float),
+    Column("unit_basis", String, nullable=False),  # "GPU" | "package" | "GCD" | "chip" | "IPU" | "RDU" | "system"
+    Column("devices_per_package", Integer),  # 2 for MI250/MI250X: a framework device is one GCD
+    Column("interconnect", Text),
+    Column("source_id", String),
+    Column("evidence", Text),
+    Column("note", Text),
+)
+
+model = Table(
+    "model",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("family", String, nullable=False),
+    Column("name", String, nullable=False),
+    Column("params", Float),  # total parameters (count, not billions)
+    Column("active_params", Float),  # MoE: parameters used per token
+    Column("layers", Integer),
+    Column("hidden", Integer),
+    Column("heads", Integer),
+    Column("kv_heads", Integer),
+    Column("ffn_hidden", Integer),
+    Column("vocab", Integer),
+    Column("ffn_kind", String),  # "gelu" | "swiglu"
+    Column("moe_experts", Integer),
+    Column("moe_top_k", Integer),
+    Column("seq_len", Integer),  # default sequence length
+    Column("tied_embeddings", Boolean),
+    Column("source_id", String),
+    Column("note", Text),
+)
+
+run = Table(
+    "run",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("content_sha256", String(64), nullable=False, unique=True),
+    Column("format", String, nullable=False),
+    Column("file_name", Text, nullable=False),
+    Column("file_bytes", Integer),
+    Column("ingested_at", DateTime(timezone=True), nullable=False),
+    Column("config", Text, nullable=False),  # JSON: RunConfig.stated() plus format extras
+    Column("warnings", Text, nullable=False),  # JSON list of sentences
+    Column("summary", Text),  # JSON: steady-state window, rule parameters and figures
+    Column("n_steps", Integer, nullable=False),
+    Column("skipped_lines", Integer, nullable=False),
+    Column("source_id", String),
+    Column("note", Text),
+)
+
+step = Table(
+    "step",
+    metadata,
+    Column("run_id", Integer, nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("step_time_s", Float),
+    Column("tokens", Float),
+    Column("samples", Float),
+    Column("loss", Float),
+    Column("lr", Float),
+    Column("grad_norm", Float),
+    Column("reported_tflops_per_device", Float),
+    Column("reported_mfu", Float),
+    Column("reported_tokens_per_s_per_device", Float),
+    Column("memory_gb", Float),
+    Index("ix_step_run", "run_id", "step"),
+)
+
+result = Table(
+    "result",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("row_key", String(64), nullable=False, unique=True),  # sha256 of the row's content: idempotence
+    Column("source_id", String),
+    Column("run_id", Integer),
+    Column("accelerator_id", String),
+    Column("accelerator_as_printed", Text),
+    Column("n_devices", Integer),
+    Column("framework", String),
+    Column("framework_version", String),
+    Column("model_id", String),
+    Column("model_as_printed", Text),
+    Column("workload", String),
+    Column("precision", String),
+    Column("seq_len", Integer),
+    Column("global_batch", Integer),
+    Column("micro_batch", Integer),
+    Column("grad_accum", Integer),
+    Column("tp", Integer),
+    Column("pp", Integer),
+    Column("dp", Integer),
+    Column("ep", Integer),
+    Column("cp", Integer),
+    Column("strategy", String),
+    Column("sparsity", Float),
+    Column("metric", String, nullable=False),
+    Column("value", Float, nullable=False),
+    Column("unit", String, nullable=False),
+    Column("evidence", String, nullable=False),
+    Column("locator", Text),
+    Column("note", Text),
+    Column("baseline", Text),
+    Index("ix_result_metric_model", "metric", "model_id"),
+    Index("ix_result_run", "run_id"),
+)
+
+TABLES = (source, accelerator, model, run, step, result)

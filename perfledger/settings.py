@@ -1,0 +1,83 @@
+"""Every setting perfledger reads from the environment, with its default and help; read in one place.
+
+A value that does not fit its setting's type is an InvalidSetting naming the variable and what arrived.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from perfledger.errors import InvalidSetting
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
+DEFAULT_DB_URL = f"duckdb:///{DEFAULT_DATA_DIR / 'perfledger.duckdb'}"
+
+
+class Setting(NamedTuple):
+    name: str
+    default: str | int | bool | None
+    help: str
+
+    @property
+    def env(self) -> str:
+        return f"PERFLEDGER_{self.name.upper()}"
+
+
+SETTINGS = (
+    Setting("db_url", DEFAULT_DB_URL, "SQLAlchemy URL of the store (DuckDB file by default, or postgresql+psycopg://...)"),
+    Setting("read_only", False, "1 hides upload and delete and makes the store refuse writes (for a public link)"),
+    Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token"),
+    Setting("max_upload_mb", 200, "largest log accepted, measured after gunzip"),
+    Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
+    Setting("lock_wait_s", 10, "how long a writer retries DuckDB's file lock before saying the store is busy"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    db_url: str
+    read_only: bool
+    upload_token: str | None
+    max_upload_mb: int
+    data_dir: Path
+    lock_wait_s: int
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    values = {s.name: _parse(s, env.get(s.env)) for s in SETTINGS}
+    return Settings(
+        db_url=str(values["db_url"]),
+        read_only=bool(values["read_only"]),
+        upload_token=values["upload_token"] or None,  # type: ignore[arg-type]
+        max_upload_mb=int(values["max_upload_mb"]),  # type: ignore[arg-type]
+        data_dir=Path(str(values["data_dir"])),
+        lock_wait_s=int(values["lock_wait_s"]),  # type: ignore[arg-type]
+    )
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _parse(setting: Setting, raw: str | None) -> str | int | bool | None:
+    if raw is None:
+        return setting.default
+    if isinstance(setting.default, bool):
+        if raw.strip().lower() in _TRUE | _FALSE:
+            return raw.strip().lower() in _TRUE
+        raise InvalidSetting(f"{setting.env} should be 1 or 0, got {raw!r}")
+    if isinstance(setting.default, int):
+        try:
+            value = int(raw)
+        except ValueError:
+            raise InvalidSetting(f"{setting.env} should be an integer, got {raw!r}") from None
+        if value <= 0:
+            raise InvalidSetting(f"{setting.env} should be positive, got {raw!r}")
+        return value
+    return raw

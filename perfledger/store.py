@@ -1,0 +1,536 @@
+"""The store: an engine from a URL, one transaction per write, queries returning Polars frames.
+
+No connection is held between calls (NullPool), so another process can take DuckDB's file lock whenever
+no query of ours is running. Driver exceptions become perfledger errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.pool import NullPool
+
+from perfledger import schema
+from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError
+from perfledger.records import STEP_SCHEMA, ResultRecord, SaveResult
+from perfledger.settings import load_settings
+
+STEP_COLUMNS = tuple(STEP_SCHEMA)
+RESULT_FIELDS = tuple(f for f in ResultRecord.__dataclass_fields__)
+
+
+# ---------------------------------------------------------------------------------------------- engine
+
+
+def engine_from_url(url: str | None = None) -> Engine:
+    """An engine for the store at `url` (else PERFLEDGER_DB_URL, else the bundled DuckDB file)."""
+    url = url or load_settings().db_url
+    sa_url = sa.make_url(url)
+    if sa_url.get_backend_name() == "duckdb" and sa_url.database not in (None, "", ":memory:"):
+        Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return sa.create_engine(sa_url, poolclass=NullPool)
+    except Exception as exc:  # a bad URL or a missing driver: say which URL
+        raise StoreError(mask_url(url), str(exc)) from exc
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password replaced by ***, for sidebars and messages."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+
+
+def is_duckdb(engine: Engine) -> bool:
+    return engine.dialect.name == "duckdb"
+
+
+_HOLDER = re.compile(r"Conflicting lock is held in (.+?)(?: \(PID (\d+)\))?(?:\.|$| by)")
+
+
+def _lock_holder(message: str) -> str | None:
+    if "lock" not in message.lower():
+        return None
+    m = _HOLDER.search(message)
+    if m is None:
+        return "another process"
+    return f"{m.group(1)} (PID {m.group(2)})" if m.group(2) else m.group(1)
+
+
+@contextmanager
+def _translated(engine: Engine) -> Iterator[None]:
+    try:
+        yield
+    except DBAPIError as exc:
+        holder = _lock_holder(str(exc.orig))
+        if holder is not None and is_duckdb(engine):
+            raise StoreBusy(mask_url(str(engine.url)), holder) from exc
+        raise StoreError(mask_url(str(engine.url)), str(exc.orig).splitlines()[0]) from exc
+
+
+@contextmanager
+def _connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
+    """A connection (a transaction when writing), retrying DuckDB's file lock for a bounded time."""
+    if write and load_settings().read_only:
+        raise ReadOnlyStore(mask_url(str(engine.url)))
+    deadline = time.monotonic() + load_settings().lock_wait_s
+    delay = 0.02
+    while True:
+        try:
+            with _translated(engine):
+                conn = engine.connect()
+            break
+        except StoreBusy:
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    with _translated(engine), conn:
+        if write:
+            with conn.begin():
+                yield conn
+        else:
+            yield conn
+
+
+# ------------------------------------------------------------------------------------------- schema
+
+
+def create_schema(engine: Engine) -> None:
+    with _connection(engine, write=True) as conn:
+        schema.metadata.create_all(conn)
+
+
+def drop_schema(engine: Engine) -> None:
+    with _connection(engine, write=True) as conn:
+        schema.metadata.drop_all(conn)
+
+
+def has_schema(engine: Engine) -> bool:
+    with _connection(engine, write=False) as conn:
+        return sa.inspect(conn).has_table("result")
+
+
+# --------------------------------------------------------------------------------------------- init
+
+
+@dataclass(frozen=True, slots=True)
+class InitReport:
+    inserted: dict[str, int]
+    unresolved: tuple[Any, ...] = ()  # seed.Unresolved rows: file, line, name, kind, nearest
+
+    @property
+    def changed(self) -> bool:
+        return any(self.inserted.values())
+
+
+def init_store(engine: Engine, data_dir: Path) -> InitReport:
+    """Create the tables and load data/ into them, in one transaction; a second call inserts nothing."""
+    from perfledger.seed import load_seed  # the seed module reads CSVs; import here keeps queries light
+
+    seed = load_seed(data_dir)
+    create_schema(engine)
+    inserted: dict[str, int] = {}
+    with _connection(engine, write=True) as conn:
+        inserted["source"] = _insert_missing(conn, schema.source, seed.sources)
+        inserted["accelerator"] = _insert_missing(conn, schema.accelerator, seed.accelerators)
+        inserted["model"] = _insert_missing(conn, schema.model, seed.models)
+        inserted["result"] = _insert_results(conn, seed.results)
+    return InitReport(inserted, tuple(seed.unresolved))
+
+
+def rebuild_store(engine: Engine, data_dir: Path) -> InitReport:
+    """Drop every table and build the store again from data/ (ingested runs are lost: say so first)."""
+    drop_schema(engine)
+    return init_store(engine, data_dir)
+
+
+def _insert_missing(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    if not rows:
+        return 0
+    existing = set(conn.execute(sa.select(table.c.id)).scalars())
+    fresh = [dict(r) for r in rows if r["id"] not in existing]
+    if fresh:
+        conn.execute(sa.insert(table), fresh)
+    return len(fresh)
+
+
+def result_row_key(record: ResultRecord) -> str:
+    """SHA-256 of the record's canonical JSON: the same number from the same place is stored once."""
+    payload = json.dumps(asdict(record), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _result_row(record: ResultRecord) -> dict[str, Any]:
+    row = asdict(record)
+    row["row_key"] = result_row_key(record)
+    return row
+
+
+def _insert_results(conn: Connection, records: Sequence[ResultRecord]) -> int:
+    if not records:
+        return 0
+    rows = {r["row_key"]: r for r in map(_result_row, records)}
+    existing = set(conn.execute(sa.select(schema.result.c.row_key)).scalars())
+    fresh = [row for key, row in rows.items() if key not in existing]
+    if fresh:
+        conn.execute(sa.insert(schema.result), fresh)
+    return len(fresh)
+
+
+def add_results(engine: Engine, records: Sequence[ResultRecord], *, sources: Sequence[Mapping[str, Any]] = ()) -> int:
+    """Store standalone results (a claims CSV, say) and any new sources they cite, in one transaction."""
+    with _connection(engine, write=True) as conn:
+        _insert_missing(conn, schema.source, sources)
+        return _insert_results(conn, records)
+
+
+# -------------------------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    content_sha256: str
+    format: str
+    file_name: str
+    file_bytes: int
+    ingested_at: datetime
+    source_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinal:
+    """What is known about a run only after its last step was read."""
+
+    config: Mapping[str, Any]
+    warnings: Sequence[str]
+    summary: Mapping[str, Any] | None
+    skipped_lines: int
+    results: Sequence[ResultRecord] = ()
+    sources: Sequence[Mapping[str, Any]] = ()
+
+
+def find_run(engine: Engine, content_sha256: str) -> int | None:
+    with _connection(engine, write=False) as conn:
+        return conn.scalar(sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == content_sha256))
+
+
+def save_run(
+    engine: Engine,
+    header: RunHeader,
+    step_batches: Iterable[pl.DataFrame],
+    finish: Callable[[], RunFinal],
+) -> SaveResult:
+    """Store one run, its steps and its results in one transaction; the same bytes again are a no-op.
+
+    Steps arrive as batches so a gigabyte log never sits in memory; `finish` is called after the last
+    batch (it computes the summary). Any exception rolls everything back.
+    """
+    try:
+        with _connection(engine, write=True) as conn:
+            existing = conn.scalar(
+                sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == header.content_sha256)
+            )
+            if existing is not None:
+                return SaveResult(existing, created=False)
+            run_id = _insert_run(conn, header)
+            n_steps = sum(_insert_steps(conn, run_id, batch) for batch in step_batches)
+            final = finish()
+            _finish_run(conn, run_id, n_steps, final)
+    except StoreError as exc:
+        if isinstance(exc.__cause__, IntegrityError):  # a racing writer stored the same bytes first
+            existing = find_run(engine, header.content_sha256)
+            if existing is not None:
+                return SaveResult(existing, created=False)
+        raise
+    return SaveResult(run_id, created=True)
+
+
+def _insert_run(conn: Connection, header: RunHeader) -> int:
+    values = asdict(header) | {"config": "{}", "warnings": "[]", "n_steps": 0, "skipped_lines": 0}
+    return int(conn.execute(sa.insert(schema.run).values(**values).returning(schema.run.c.id)).scalar_one())
+
+
+def _finish_run(conn: Connection, run_id: int, n_steps: int, final: RunFinal) -> None:
+    conn.execute(
+        sa.update(schema.run)
+        .where(schema.run.c.id == run_id)
+        .values(
+            config=_json(final.config),
+            warnings=_json(list(final.warnings)),
+            summary=_json(final.summary) if final.summary is not None else None,
+            n_steps=n_steps,
+            skipped_lines=final.skipped_lines,
+        )
+    )
+    _insert_missing(conn, schema.source, final.sources)
+    _insert_results(conn, [_with_run(r, run_id) for r in final.results])
+
+
+def _with_run(record: ResultRecord, run_id: int) -> ResultRecord:
+    from dataclasses import replace
+
+    return replace(record, run_id=run_id)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=_json_default, allow_nan=False)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def _insert_steps(conn: Connection, run_id: int, batch: pl.DataFrame) -> int:
+    if batch.height == 0:
+        return 0
+    frame = batch.select(STEP_COLUMNS).with_columns(pl.lit(run_id, dtype=pl.Int64).alias("run_id"))
+    frame = frame.with_columns(pl.col(pl.Float64).fill_nan(None))
+    if conn.dialect.name == "duckdb":
+        raw = conn.connection.dbapi_connection
+        raw.register("_steps_batch", frame.to_arrow())  # type: ignore[union-attr]
+        cols = ", ".join(("run_id", *STEP_COLUMNS))
+        raw.execute(f"INSERT INTO step ({cols}) SELECT {cols} FROM _steps_batch")  # type: ignore[union-attr]
+        raw.unregister("_steps_batch")  # type: ignore[union-attr]
+    elif conn.dialect.name == "postgresql":
+        _copy_steps_postgres(conn, frame)
+    else:
+        conn.execute(sa.insert(schema.step), frame.to_dicts())
+    return batch.height
+
+
+def _copy_steps_postgres(conn: Connection, frame: pl.DataFrame) -> None:
+    cols = ("run_id", *STEP_COLUMNS)
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy(f"COPY step ({', '.join(cols)}) FROM STDIN") as copy:
+        for row in frame.select(cols).iter_rows():
+            copy.write_row(row)
+
+
+def delete_run(engine: Engine, run_id: int) -> bool:
+    """Remove a run, its steps and the results it produced, in one transaction."""
+    with _connection(engine, write=True) as conn:
+        conn.execute(sa.delete(schema.result).where(schema.result.c.run_id == run_id))
+        conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
+        gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount
+    return bool(gone)
+
+
+# ------------------------------------------------------------------------------------------ queries
+
+_PL_TYPES: dict[type, pl.DataType] = {
+    sa.Integer: pl.Int64(),
+    sa.Float: pl.Float64(),
+    sa.Boolean: pl.Boolean(),
+    sa.String: pl.String(),
+    sa.Text: pl.String(),
+    sa.DateTime: pl.Datetime("us", "UTC"),
+}
+
+
+def _polars_type(column: sa.ColumnElement[Any]) -> pl.DataType:
+    for sa_type, pl_type in _PL_TYPES.items():
+        if isinstance(column.type, sa_type):
+            return pl_type
+    return pl.String()
+
+
+def _frame(conn: Connection, stmt: sa.Select[Any]) -> pl.DataFrame:
+    """Run a select and return a frame whose dtypes follow the schema, the same on every engine."""
+    target = {c.name: _polars_type(c) for c in stmt.selected_columns}
+    if conn.dialect.name == "duckdb":
+        frame = conn.execute(stmt).cursor.pl()  # type: ignore[union-attr]  # Arrow, no row objects
+    else:
+        frame = pl.read_database(stmt, conn, infer_schema_length=None)
+    if frame.height == 0:
+        return pl.DataFrame(schema=target)
+    return frame.with_columns(
+        pl.col(name).cast(dtype, strict=False) for name, dtype in target.items() if frame.schema[name] != dtype
+    )
+
+
+def query(engine: Engine, stmt: sa.Select[Any]) -> pl.DataFrame:
+    with _connection(engine, write=False) as conn:
+        return _frame(conn, stmt)
+
+
+def _results_select() -> sa.Select[Any]:
+    r, s, a, m = schema.result, schema.source, schema.accelerator, schema.model
+    return (
+        sa.select(
+            *[c for c in r.c if c.name != "row_key"],
+            s.c.kind.label("source_kind"),
+            s.c.title.label("source_title"),
+            s.c.url.label("source_url"),
+            s.c.date.label("source_date"),
+            a.c.name.label("accelerator_name"),
+            a.c.vendor.label("accelerator_vendor"),
+            m.c.name.label("model_name"),
+        )
+        .select_from(
+            r.outerjoin(s, r.c.source_id == s.c.id)
+            .outerjoin(a, r.c.accelerator_id == a.c.id)
+            .outerjoin(m, r.c.model_id == m.c.id)
+        )
+        .order_by(r.c.id)
+    )
+
+
+def results(
+    engine: Engine,
+    *,
+    metric: str | Sequence[str] | None = None,
+    model_ids: Sequence[str] | None = None,
+    accelerator_ids: Sequence[str] | None = None,
+    source_ids: Sequence[str] | None = None,
+    run_id: int | None = None,
+) -> pl.DataFrame:
+    """Result rows with their source, accelerator and model names; every filter is a bound parameter."""
+    r = schema.result
+    stmt = _results_select()
+    if metric is not None:
+        stmt = stmt.where(r.c.metric.in_([metric] if isinstance(metric, str) else list(metric)))
+    if model_ids is not None:
+        stmt = stmt.where(r.c.model_id.in_(list(model_ids)))
+    if accelerator_ids is not None:
+        stmt = stmt.where(r.c.accelerator_id.in_(list(accelerator_ids)))
+    if source_ids is not None:
+        stmt = stmt.where(r.c.source_id.in_(list(source_ids)))
+    if run_id is not None:
+        stmt = stmt.where(r.c.run_id == run_id)
+    return query(engine, stmt)
+
+
+def accelerators(engine: Engine) -> pl.DataFrame:
+    return query(engine, sa.select(schema.accelerator).order_by(schema.accelerator.c.id))
+
+
+def models(engine: Engine) -> pl.DataFrame:
+    return query(engine, sa.select(schema.model).order_by(schema.model.c.id))
+
+
+def sources(engine: Engine) -> pl.DataFrame:
+    """Every source with the number of result rows it backs."""
+    s, r = schema.source, schema.result
+    n = sa.select(r.c.source_id, sa.func.count().label("n_results")).group_by(r.c.source_id).subquery()
+    stmt = (
+        sa.select(*s.c, sa.func.coalesce(n.c.n_results, 0).label("n_results"))
+        .select_from(s.outerjoin(n, n.c.source_id == s.c.id))
+        .order_by(s.c.id)
+    )
+    return query(engine, stmt)
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    """Row counts per table: what the ledger holds."""
+    with _connection(engine, write=False) as conn:
+        if not sa.inspect(conn).has_table("result"):
+            return {t.name: 0 for t in schema.TABLES}
+        return {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    content_sha256: str
+    format: str
+    file_name: str
+    file_bytes: int | None
+    ingested_at: datetime
+    n_steps: int
+    skipped_lines: int
+    config: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    source_id: str | None = None
+    note: str | None = None
+
+
+def run(engine: Engine, run_id: int) -> RunRow | None:
+    with _connection(engine, write=False) as conn:
+        row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().first()
+    if row is None:
+        return None
+    data = dict(row)
+    return RunRow(
+        **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes", "ingested_at")},
+        n_steps=data["n_steps"],
+        skipped_lines=data["skipped_lines"],
+        config=json.loads(data["config"] or "{}"),
+        warnings=json.loads(data["warnings"] or "[]"),
+        summary=json.loads(data["summary"]) if data["summary"] else None,
+        source_id=data["source_id"],
+        note=data["note"],
+    )
+
+
+RUN_LIST_FIELDS = {
+    "model": ("config", "model"),
+    "accelerator": ("config", "accelerator"),
+    "n_devices": ("config", "n_devices"),
+    "precision": ("config", "precision"),
+    "step_time_s_median": ("summary", "step_time_s_median"),
+    "tokens_per_s_per_device": ("summary", "tokens_per_s_per_device"),
+    "model_tflops_per_device": ("summary", "model_tflops_per_device"),
+    "mfu": ("summary", "mfu"),
+    "jitter_cv": ("summary", "jitter_cv"),
+}
+_RUN_LIST_TYPES = {"n_devices": pl.Int64()} | dict.fromkeys(
+    ("step_time_s_median", "tokens_per_s_per_device", "model_tflops_per_device", "mfu", "jitter_cv"), pl.Float64()
+)
+
+
+def runs(engine: Engine) -> pl.DataFrame:
+    """Every ingested run, newest first, with its configuration and steady-state figures flattened."""
+    r = schema.run
+    base = query(
+        engine,
+        sa.select(r.c.id, r.c.file_name, r.c.format, r.c.ingested_at, r.c.n_steps, r.c.skipped_lines, r.c.config, r.c.summary)
+        .order_by(r.c.id.desc()),
+    )
+    blobs = {
+        "config": [json.loads(v or "{}") for v in base["config"]],
+        "summary": [json.loads(v) if v else {} for v in base["summary"]],
+    }
+    extra = {
+        name: pl.Series(name, [blobs[blob][i].get(key) for i in range(base.height)], dtype=_RUN_LIST_TYPES.get(name, pl.String()), strict=False)
+        for name, (blob, key) in RUN_LIST_FIELDS.items()
+    }
+    return base.drop("config", "summary").with_columns(**extra)
+
+
+def steps(engine: Engine, run_id: int) -> pl.DataFrame:
+    s = schema.step
+    stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
+    return query(engine, stmt)
+
+
+def step_times(engine: Engine, run_id: int) -> pl.DataFrame:
+    """Only the columns the steady-state rule needs, for big runs."""
+    s = schema.step
+    stmt = sa.select(s.c.step, s.c.step_time_s, s.c.tokens).where(s.c.run_id == run_id).order_by(s.c.step)
+    return query(engine, stmt)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
