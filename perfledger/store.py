@@ -61,7 +61,7 @@ def is_duckdb(engine: Engine) -> bool:
     return engine.dialect.name == "duckdb"
 
 
-_HOLDER = re.compile(r"Conflicting lock is held in (.+?)(?: \(PID (\d+)\))?(?:\.|$| by)")
+_HOLDER = re.compile(r"Conflicting lock is held in (\S+)(?: \(PID (\d+)\))?")
 
 
 def _lock_holder(message: str) -> str | None:
@@ -206,24 +206,29 @@ def add_results(engine: Engine, records: Sequence[ResultRecord], *, sources: Seq
 
 @dataclass(frozen=True, slots=True)
 class RunHeader:
-    content_sha256: str
     format: str
     file_name: str
-    file_bytes: int
     ingested_at: datetime
     source_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RunFinal:
-    """What is known about a run only after its last step was read."""
+    """What is known about a run only after its last byte was read (the hash included)."""
 
+    content_sha256: str
+    file_bytes: int
     config: Mapping[str, Any]
     warnings: Sequence[str]
     summary: Mapping[str, Any] | None
     skipped_lines: int
     results: Sequence[ResultRecord] = ()
     sources: Sequence[Mapping[str, Any]] = ()
+
+
+class _AlreadyStored(Exception):
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
 
 
 def find_run(engine: Engine, content_sha256: str) -> int | None:
@@ -239,23 +244,28 @@ def save_run(
 ) -> SaveResult:
     """Store one run, its steps and its results in one transaction; the same bytes again are a no-op.
 
-    Steps arrive as batches so a gigabyte log never sits in memory; `finish` is called after the last
-    batch (it computes the summary). Any exception rolls everything back.
+    The file is read once: steps arrive as batches while the content hash is computed, so the run row is
+    written under a placeholder key and given its hash by `finish`, after the last batch. If the hash is
+    already stored, the transaction rolls back and the existing run is returned. Any exception rolls
+    everything back, so a file that fails halfway leaves nothing.
     """
     try:
         with _connection(engine, write=True) as conn:
-            existing = conn.scalar(
-                sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == header.content_sha256)
-            )
-            if existing is not None:
-                return SaveResult(existing, created=False)
             run_id = _insert_run(conn, header)
             n_steps = sum(_insert_steps(conn, run_id, batch) for batch in step_batches)
             final = finish()
+            existing = conn.scalar(
+                sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == final.content_sha256)
+            )
+            if existing is not None:
+                raise _AlreadyStored(existing)
             _finish_run(conn, run_id, n_steps, final)
+    except _AlreadyStored as dup:
+        return SaveResult(dup.run_id, created=False)
     except StoreError as exc:
         if isinstance(exc.__cause__, IntegrityError):  # a racing writer stored the same bytes first
-            existing = find_run(engine, header.content_sha256)
+            final = finish()
+            existing = find_run(engine, final.content_sha256)
             if existing is not None:
                 return SaveResult(existing, created=False)
         raise
@@ -263,7 +273,9 @@ def save_run(
 
 
 def _insert_run(conn: Connection, header: RunHeader) -> int:
-    values = asdict(header) | {"config": "{}", "warnings": "[]", "n_steps": 0, "skipped_lines": 0}
+    placeholder = "pending-" + hashlib.sha256(f"{header.file_name}{time.time_ns()}".encode()).hexdigest()[:48]
+    values = asdict(header) | {"content_sha256": placeholder, "config": "{}", "warnings": "[]", "n_steps": 0,
+                               "skipped_lines": 0}
     return int(conn.execute(sa.insert(schema.run).values(**values).returning(schema.run.c.id)).scalar_one())
 
 
@@ -272,6 +284,8 @@ def _finish_run(conn: Connection, run_id: int, n_steps: int, final: RunFinal) ->
         sa.update(schema.run)
         .where(schema.run.c.id == run_id)
         .values(
+            content_sha256=final.content_sha256,
+            file_bytes=final.file_bytes,
             config=_json(final.config),
             warnings=_json(list(final.warnings)),
             summary=_json(final.summary) if final.summary is not None else None,
@@ -290,7 +304,18 @@ def _with_run(record: ResultRecord, run_id: int) -> ResultRecord:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=_json_default, allow_nan=False)
+    return json.dumps(_finite(value), sort_keys=True, default=_json_default, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them, and PostgreSQL refuses them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:

@@ -132,13 +132,14 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
     phase = label_steps(ordered, rule)
     frame = ordered.with_columns(phase)
     steady = frame.filter(pl.col("phase") == "steady")
+    window = frame.filter(pl.col("phase").is_in(["steady", "untimed"]))
     times = steady["step_time_s"].cast(pl.Float64)
     median = _q(times, 0.5)
     p99 = _q(times, 0.99)
     return SteadyState(
-        first_step=_int_or_none(steady["step"].min()),
-        last_step=_int_or_none(steady["step"].max()),
-        steps_in_window=steady.height,
+        first_step=_int_or_none(window["step"].min()),
+        last_step=_int_or_none(window["step"].max()),
+        steps_in_window=window.height,
         warmup_steps=int((frame["phase"] == "warmup").sum()),
         stalls=int((frame["phase"] == "stall").sum()),
         step_time_s_median=median,

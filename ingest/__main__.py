@@ -1,0 +1,121 @@
+"""python -m ingest FILE... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
+
+Exit 0: every file stored (or already stored); 1: some file rejected, the others still stored; 2: usage.
+Errors go to stderr as FILE:LINE: reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ingest.pipeline import IngestOutcome, ingest_path
+from perfledger import store
+from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
+from perfledger.records import RunConfig
+
+PROGRESS_MIN_BYTES = 32 * 2**20
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ingest", description="Ingest training logs into the perfledger store.")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="log files (gzip accepted)")
+    p.add_argument("--db", help="SQLAlchemy URL of the store (default: PERFLEDGER_DB_URL, else data/perfledger.duckdb)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument("--model", help="model id, when the log does not state it (or to override it)")
+    p.add_argument("--accelerator", help="accelerator id or name, e.g. h100-sxm or 'NVIDIA H100 80GB HBM3'")
+    p.add_argument("--devices", type=int, help="number of devices in the run")
+    p.add_argument("--precision", help="fp32 | tf32 | fp16 | bf16 | fp8")
+    p.add_argument("--max-mb", type=int, help="refuse a file larger than this once decompressed")
+    return p
+
+
+def overrides_from(args: argparse.Namespace) -> RunConfig:
+    from perfledger import catalog
+
+    if args.devices is not None and args.devices <= 0:
+        raise InvalidInput(f"--devices must be positive, got {args.devices}")
+    return RunConfig(
+        model=catalog.resolve_model(args.model) if args.model else None,
+        accelerator=catalog.resolve_accelerator(args.accelerator) if args.accelerator else None,
+        n_devices=args.devices,
+        precision=catalog.normalize_precision(args.precision) if args.precision else None,
+    )
+
+
+def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """A tqdm bar on stderr for big files when stderr is a terminal."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None, lambda: None
+    if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES or path.suffix == ".gz":
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr, leave=False)
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def _print_text(o: IngestOutcome) -> None:
+    s = o.summary.steady_state_json()
+    state = "stored as run" if o.created else "already stored as run"
+    print(f"{o.file_name}: {o.format.value}, {o.steps} steps, {state} {o.run_id}")
+    figures = [("tokens/s/device", s["tokens_per_s_per_device"], ",.0f"),
+               ("model TFLOP/s/device", s["model_tflops_per_device"], ",.1f"), ("MFU", s["mfu"], ".1%"),
+               ("step time median (s)", s["step_time_s_median"], ".3f"), ("jitter CV", s["jitter_cv"], ".3f")]
+    for label, value, fmt in figures:
+        if value is not None:
+            print(f"  {label}: {value:{fmt}}")
+    if s["first_step"] is not None:
+        print(f"  steady window: steps {s['first_step']}-{s['last_step']} ({s['rule_text']})")
+    for r in o.summary.results:
+        if r.run_id is None and r.metric not in ("tokens_per_s_per_device", "model_tflops_per_device", "mfu",
+                                                 "step_time_s"):
+            print(f"  {r.metric}: {r.value:,.6g} {r.unit} ({r.evidence})")
+    for w in o.summary.warnings:
+        print(f"  warning: {w}")
+    if o.skipped_lines:
+        print(f"  {o.skipped_lines} lines skipped; first: {o.problems[0] if o.problems else '-'}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        overrides = overrides_from(args)
+        engine = store.engine_from_url(args.db)
+        store.create_schema(engine)
+    except (InvalidInput, UnknownId) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except PerfledgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    limit = args.max_mb * 2**20 if args.max_mb else None
+    failed = 0
+    for path in args.files:
+        update, close = _progress(path)
+        try:
+            outcome = ingest_path(engine, path, overrides, limit=limit, on_progress=update)
+        except PerfledgerError as exc:
+            failed += 1
+            print(str(exc), file=sys.stderr)
+            continue
+        finally:
+            close()
+        if args.json:
+            print(json.dumps(outcome.as_json(), default=str))
+        else:
+            _print_text(outcome)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Helpers shared by the line parsers: number parsing, rank prefixes, key/value extraction, config merging.
+
+Everything here is pure and generic (no format knows about another); parsers import what they need.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import polars as pl
+
+from perfledger.records import STEP_SCHEMA, LineProblem, RunConfig, empty_steps
+from perfledger.vocabulary import Precision
+
+# A printed number as frameworks write it: 12, 1.5, 1.000E-05, .5, nan, NAN, inf, -INF.
+NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[nN][aA][nN]|[iI][nN][fF])"
+
+# Prefixes launchers and loggers put before a framework's own text:
+#   "9: [default3]: "                     srun --label + torchrun --tee
+#   "[rank3]: " / "[1,0]<stdout>: "         torchrun / mpirun --tag-output
+#   "[20260511 02:59:23][rank-7/8][DEBUG] [utils.py:425] : "   AMD Primus logger
+RANK_PREFIX = re.compile(
+    r"^(?:\d+:\s*)?(?:\[default\d+\]:\s*)?(?:\[rank\d+\]:\s*)?(?:\[\d+,\d+\]<std(?:out|err)>:\s*)?"
+    r"(?:\[\d{8} [\d:]+\]\[rank-\d+/\d+\]\[\w+\]\s*\[[^\]]*\]\s*:\s*)?"
+)
+
+_TRUE = frozenset({"true", "yes", "1", "on"})
+_FALSE = frozenset({"false", "no", "0", "off", "none", "null", ""})
+
+
+def strip_rank_prefix(line: str) -> str:
+    """The line without launcher/logger prefixes ("9: [default3]: ", Primus "[date][rank-7/8][DEBUG] [f:1] : ")."""
+    return RANK_PREFIX.sub("", line, count=1)
+
+
+def to_float(text: str | None) -> float | None:
+    """A printed number -> float (nan and inf kept as such); None when absent or not a number."""
+    if text is None:
+        return None
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        return None
+
+
+def to_int(text: str | None) -> int | None:
+    """A printed integer (also "8.0") -> int; None when absent, not a number, or not whole."""
+    value = to_float(text)
+    if value is None or not math.isfinite(value) or value != int(value):
+        return None
+    return int(value)
+
+
+def to_bool(text: str | None) -> bool | None:
+    """"True"/"false"/"1"/"None" -> bool; None when the text is not a recognisable truth value."""
+    if text is None:
+        return None
+    word = text.strip().strip("'\"").lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    return None
+
+
+def is_unset(text: str | None) -> bool:
+    """True for values that mean "not set": None, "None", "null", "" ."""
+    return text is None or text.strip().strip("'\"").lower() in {"none", "null", ""}
+
+
+def key_values(text: str, pattern: re.Pattern[str]) -> dict[str, str]:
+    """Every (key, value) pair `pattern` (two groups) finds in text; later keys win."""
+    return {m.group(1).strip(): m.group(2).strip() for m in pattern.finditer(text)}
+
+
+def first_number(series: pl.Series, pattern: str) -> pl.Series:
+    """Vectorized: group 1 of `pattern` in each string, as Float64 (null where absent or not a number)."""
+    return series.str.extract(pattern, 1).str.to_lowercase().cast(pl.Float64, strict=False)
+
+
+def precision_from_flags(*, fp8: str | None, bf16: str | None, fp16: str | None) -> str | None:
+    """Megatron-style flags -> a Precision value; fp8 wins (it runs on top of bf16/fp16)."""
+    if fp8 is not None and not is_unset(fp8) and to_bool(fp8) is not False:
+        return Precision.FP8.value
+    if to_bool(bf16):
+        return Precision.BF16.value
+    if to_bool(fp16):
+        return Precision.FP16.value
+    if to_bool(bf16) is False and to_bool(fp16) is False:
+        return Precision.FP32.value
+    return None
+
+
+def precision_from_name(name: str | None) -> str | None:
+    """"bf16-mixed", "bf16_mixed", "16-mixed", "fp8" ... -> a Precision value, or None."""
+    if name is None:
+        return None
+    low = name.lower()
+    for marker, precision in (("fp8", Precision.FP8), ("bf16", Precision.BF16), ("fp16", Precision.FP16),
+                              ("16", Precision.FP16), ("fp32", Precision.FP32), ("32", Precision.FP32)):
+        if marker in low:
+            return precision.value
+    return None
+
+
+def run_config(values: Mapping[str, Any]) -> RunConfig:
+    """A RunConfig from a dict whose keys are RunConfig field names; None values and unknown keys dropped."""
+    known = RunConfig.__dataclass_fields__.keys()
+    return RunConfig(**{k: v for k, v in values.items() if k in known and v is not None})
+
+
+def grad_accum(global_batch: int | None, micro_batch: int | None, dp: int | None) -> int | None:
+    """Micro-batches per step = global / (micro x data-parallel), when all are known and it divides."""
+    if not (global_batch and micro_batch and dp):
+        return None
+    per_step = micro_batch * dp
+    return global_batch // per_step if global_batch % per_step == 0 else None
+
+
+def concat_steps(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
+    """Step frames -> one frame with exactly STEP_SCHEMA (empty frames allowed)."""
+    kept = [f.select(list(STEP_SCHEMA)).cast(STEP_SCHEMA) for f in frames if f.height]  # type: ignore[arg-type]
+    return pl.concat(kept) if kept else empty_steps()
+
+
+def note(problems: list[LineProblem], limit: int, problem: LineProblem) -> None:
+    """Keep a line problem for a line that was still used (not counted as skipped), within the limit."""
+    if len(problems) < limit:
+        problems.append(problem)
+
+
+def step_frame_from_columns(columns: Mapping[str, pl.Series | None], height: int) -> pl.DataFrame:
+    """Columns by STEP_SCHEMA name (missing or None -> all null) -> a frame with exactly STEP_SCHEMA."""
+    data = {}
+    for name, dtype in STEP_SCHEMA.items():
+        col = columns.get(name)
+        data[name] = (pl.Series(name, [None] * height, dtype=dtype) if col is None
+                      else col.alias(name).cast(dtype, strict=False))
+    return pl.DataFrame(data)

@@ -1,0 +1,211 @@
+"""DeepSpeed stdout: Megatron-DeepSpeed runs and plain DeepSpeed (DeepSpeed-Chat) runs.
+
+Megatron-DeepSpeed logs print both DeepSpeed's ``[Rank 0] step=N`` lines and Megatron ``iteration N/ M`` lines;
+the Megatron lines carry the step time, batch and loss, so they make the step rows (read by the Megatron
+parser's code) and the DeepSpeed lines are ignored. A log with no Megatron argument dump or iteration line is
+read from DeepSpeed's own lines: ``[Rank 0] step=N, skipped=S, lr=[...]`` then the throughput timer line
+``... global_step=N, RunningAvgSamplesPerSec=..., CurrSamplesPerSec=..., MemAllocated=..GB, MaxMemAllocated=..GB``.
+There, step time = global batch / CurrSamplesPerSec when the global batch is stated (DeepSpeed's timer divides
+the *global* batch by the step time), else the time between two logged steps divided by the steps between them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers._common import NUM, concat_steps, run_config, to_float, to_int
+from ingest.parsers.megatron import _LAUNCH, MegatronParser
+from perfledger.errors import ParseError
+from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
+from perfledger.vocabulary import LogFormat
+
+_DS_MARKER = re.compile(
+    r"\[Rank 0\] step=\d+|DeepSpeed info: version=|deepspeed info \.{2,}|deepspeed\.launcher|SamplesPerSec="
+    r"|^cmd = deepspeed ", re.MULTILINE)
+_MEGATRON_MARKER = re.compile(r"-- arguments --|using world size:|elapsed time per iteration \(ms\)")
+_DSCHAT_MARKER = re.compile(r"SamplesPerSec=|^cmd = deepspeed ", re.MULTILINE)
+
+_TIMESTAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d+)\]")
+_STEP_LINE = re.compile(rf"\[Rank 0\] step=(\d+), skipped=(\d+), lr=\[({NUM})")
+_TIMER = re.compile(
+    rf"(?:global_step=(\d+)|\] \d+/(\d+)),\s*RunningAvgSamplesPerSec=({NUM}),\s*CurrSamplesPerSec=({NUM})"
+    rf"(?:,\s*MemAllocated=({NUM})GB,\s*MaxMemAllocated=({NUM})GB)?"
+)
+_CMD_FLAG = re.compile(r"--([a-z_]+)[ =]([^\s-]\S*)")
+_EPOCH_LOSS = re.compile(rf"^Epoch (\d+)/(\d+) with loss ({NUM})")
+_PPL = re.compile(rf"^ppl: ({NUM})")
+_EXIT = re.compile(r"Process (\d+) exits successfully")
+
+
+class DeepSpeedParser(MegatronParser):
+    format = LogFormat.DEEPSPEED
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        # A DeepSpeed marker alone also fits HF Trainer + DeepSpeed logs, which the HF parser reads better.
+        return bool(_DS_MARKER.search(head)) and bool(
+            _MEGATRON_MARKER.search(head) or _DSCHAT_MARKER.search(head))
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self._megatron = False
+        self._cmd: dict[str, str] = {}
+        self._pending: dict[str, Any] | None = None
+        self._last_logged: tuple[int, datetime] | None = None
+        self._ds_rows = 0
+        self._ds_max_step: int | None = None
+        self._ds_duplicates = 0
+        self._epoch_losses: list[float] = []
+        self._ppl: list[float] = []
+        self._exits: set[int] = set()
+        self._skipped_optimizer_steps = 0
+        self._running_avg: float | None = None
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        if not lines:
+            return empty_steps()
+        text = pl.Series("line", lines, dtype=pl.String)
+        if not self._megatron and (text.str.contains(_LAUNCH).any()
+                                   or text.str.contains("elapsed time per iteration", literal=True).any()):
+            self._megatron = True
+        megatron_steps = super().feed(lines, first_lineno)
+        if self._megatron:
+            return megatron_steps
+        wanted = text.str.contains(r"step=|SamplesPerSec=|^cmd = |^Epoch \d+/\d+ with loss|^ppl: |exits successfully")
+        rows = [row for line in text.filter(wanted).to_list() if (row := self._ds_line(line)) is not None]
+        return concat_steps([megatron_steps, steps_frame(rows)])
+
+    def _ds_line(self, line: str) -> dict[str, Any] | None:
+        if line.startswith("cmd = "):
+            self._cmd.update({m.group(1): m.group(2) for m in _CMD_FLAG.finditer(line)})
+        elif (m := _STEP_LINE.search(line)) is not None:
+            self._pending = {"step": int(m.group(1)), "lr": to_float(m.group(3)), "time": _timestamp(line)}
+            self._skipped_optimizer_steps = int(m.group(2))
+        elif (m := _TIMER.search(line)) is not None:
+            return self._timer_row(m)
+        elif (m := _EPOCH_LOSS.search(line)) is not None:
+            self._epoch_losses.append(float(m.group(3)))
+        elif (m := _PPL.search(line)) is not None:
+            self._ppl.append(float(m.group(1)))
+        elif (m := _EXIT.search(line)) is not None:
+            self._exits.add(int(m.group(1)))
+        return None
+
+    def _timer_row(self, m: re.Match[str]) -> dict[str, Any] | None:
+        pending, self._pending = self._pending, None
+        step = to_int(m.group(1) or m.group(2)) or (pending["step"] if pending else None)
+        if step is None:
+            return None
+        if self._ds_max_step is not None and step <= self._ds_max_step:
+            self._ds_duplicates += 1
+            return None
+        self._ds_max_step = step
+        self._running_avg = to_float(m.group(3))
+        gbs = self._global_batch()
+        curr = to_float(m.group(4))
+        when = pending["time"] if pending else None
+        step_time = gbs / curr if gbs and curr else self._time_per_step(step, when)
+        if when is not None:
+            self._last_logged = (step, when)
+        self._ds_rows += 1
+        seq = to_int(self._cmd.get("max_seq_len"))
+        return {
+            "step": step,
+            "step_time_s": step_time,
+            "samples": gbs,
+            "tokens": gbs * seq if gbs and seq else None,
+            "lr": pending["lr"] if pending else None,
+            "memory_gb": to_float(m.group(6)),
+        }
+
+    def _time_per_step(self, step: int, when: datetime | None) -> float | None:
+        if when is None or self._last_logged is None:
+            return None
+        last_step, last_time = self._last_logged
+        return (when - last_time).total_seconds() / (step - last_step) if step > last_step else None
+
+    def _global_batch(self) -> int | None:
+        stated = self._config_int("global_batch_size")
+        if stated:
+            return stated
+        per_device = to_int(self._cmd.get("per_device_train_batch_size"))
+        world = self._world_size()
+        accum = to_int(self._cmd.get("gradient_accumulation_steps")) or 1
+        return per_device * world * accum if per_device and world else None
+
+    def finish(self) -> ParseSummary:
+        if self._megatron or not self._ds_rows:
+            try:
+                summary = super().finish()
+            except ParseError:
+                if self._ds_rows:
+                    raise
+                raise ParseError(self.file_name, None, "no training step found (expected Megatron "
+                                 "'iteration N/ M | ...' lines or DeepSpeed '[Rank 0] step=N' with "
+                                 "'CurrSamplesPerSec=' timer lines)") from None
+            return ParseSummary(format=self.format, config=summary.config, problems=summary.problems,
+                                warnings=summary.warnings, skipped_lines=summary.skipped_lines, meta=summary.meta)
+        return self._deepspeed_summary()
+
+    def _deepspeed_summary(self) -> ParseSummary:
+        world = self._world_size()
+        warnings = []
+        if world is None and self._exits:
+            world = len(self._exits)
+            warnings.append(f"n_devices={world} inferred from {world} launcher 'Process N exits successfully' "
+                            "lines (this node only); pass --devices if the run spanned several nodes")
+        per_device = to_int(self._cmd.get("per_device_train_batch_size"))
+        accum = to_int(self._cmd.get("gradient_accumulation_steps")) or 1
+        gbs = self._config_int("global_batch_size") or (per_device * world * accum if per_device and world else None)
+        if self._ds_rows and gbs and not self._global_batch():
+            warnings.append("step time from the time between logged steps (global batch known only at the end); "
+                            "samples and tokens per step are in the config, not on the step rows")
+        if self._ds_duplicates:
+            warnings.append(f"{self._ds_duplicates} DeepSpeed timer lines repeated a step already read; "
+                            "the first was kept")
+        if self._skipped_optimizer_steps:
+            warnings.append(f"DeepSpeed skipped {self._skipped_optimizer_steps} optimizer steps "
+                            "(fp16 overflow); step numbers count only applied steps")
+        meta: dict[str, Any] = {"epoch_losses": self._epoch_losses, "eval_ppl": self._ppl,
+                                "running_avg_samples_per_s": self._running_avg}
+        config = self._fields_for_deepspeed(world, gbs, per_device, accum)
+        return ParseSummary(format=self.format, config=config, problems=tuple(self.problems),
+                            warnings=tuple(warnings), skipped_lines=self.skipped_lines,
+                            meta={k: v for k, v in meta.items() if v})
+
+    def _fields_for_deepspeed(self, world: int | None, gbs: int | None, per_device: int | None,
+                              accum: int) -> RunConfig:
+        model = self._cmd.get("model_name_or_path")
+        zero = self._cmd.get("zero_stage")
+        return run_config({
+            "model_as_printed": model,
+            "n_devices": world,
+            "global_batch": gbs,
+            "micro_batch": per_device,
+            "grad_accum": accum,
+            "seq_len": to_int(self._cmd.get("max_seq_len")),
+            "dp": world,
+            "framework": "deepspeed",
+            "framework_version": self._s.ds_version,
+            "strategy": f"zero{zero}" if zero is not None else None,
+            # loss-scale overflow skips happen only under fp16 dynamic loss scaling
+            "precision": "fp16" if self._skipped_optimizer_steps else None,
+        })
+
+
+def _timestamp(line: str) -> datetime | None:
+    m = _TIMESTAMP.match(line)
+    if m is None:
+        return None
+    try:
+        return datetime.strptime(f"{m.group(1)}.{m.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+    except ValueError:
+        return None
+
+
+PARSER = DeepSpeedParser

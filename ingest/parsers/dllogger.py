@@ -1,0 +1,132 @@
+"""DLLogger JSON lines (``DLLL {json}``), as NeMo and NVIDIA's example recipes write them.
+
+One JSON object per line: a ``"step": "PARAMETER"`` record with the config (``cfg/...`` keys), then one record
+per step with ``reduced_train_loss``, ``lr``, ``global_step``, ``consumed_samples``, ``grad_norm`` and
+``train_step_timing in s``. Each line is self-contained, so the file is read line by line; the total text
+read is capped so a file of one endless line cannot take the memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers._common import precision_from_name, run_config, to_bool, to_int
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError
+from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
+from perfledger.vocabulary import LogFormat
+
+MAX_BYTES = 256 * 1024 * 1024
+
+
+class DLLoggerParser(LogParser):
+    format = LogFormat.DLLOGGER
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return head.lstrip().startswith("DLLL {")
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self._params: dict[str, Any] = {}
+        self._max_step: int | None = None
+        self._rows = 0
+        self._duplicates = 0
+        self._bytes = 0
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        for offset, line in enumerate(lines):
+            self._bytes += len(line) + 1
+            if self._bytes > MAX_BYTES:
+                raise ParseError(self.file_name, first_lineno + offset,
+                                 f"DLLogger file larger than {MAX_BYTES // 2**20} MB; refused")
+            if line.strip():
+                self._record(line, first_lineno + offset, rows)
+        return steps_frame(rows) if rows else empty_steps()
+
+    def _record(self, line: str, lineno: int, rows: list[dict[str, Any]]) -> None:
+        body = line.strip().removeprefix("DLLL ")
+        try:
+            record = json.loads(body)
+        except json.JSONDecodeError as exc:
+            self.problem(lineno, f"not a JSON record ({exc.msg}); skipped (cut short?)")
+            return
+        if not isinstance(record, dict) or not isinstance(record.get("data"), dict):
+            self.problem(lineno, "JSON record without a 'data' object; skipped")
+            return
+        data: dict[str, Any] = record["data"]
+        if record.get("step") == "PARAMETER":
+            self._params.update(data)
+            return
+        step = _int(data.get("global_step", record.get("step")))
+        if step is None:
+            self.problem(lineno, "record without a step number; skipped")
+            return
+        if self._max_step is not None and step <= self._max_step:
+            self._duplicates += 1
+            return
+        self._max_step = step
+        self._rows += 1
+        gbs, seq = self._p("global_batch_size"), self._p("encoder_seq_length")
+        rows.append({
+            "step": step,
+            "step_time_s": _float(data.get("train_step_timing in s")),
+            "samples": gbs,
+            "tokens": gbs * seq if gbs and seq else None,
+            "loss": _float(data.get("reduced_train_loss")),
+            "lr": _float(data.get("lr")),
+            "grad_norm": _float(data.get("grad_norm")),
+        })
+
+    def _p(self, key: str) -> int | None:
+        return _int(self._params.get(f"cfg/{key}"))
+
+    def finish(self) -> ParseSummary:
+        if not self._rows:
+            raise ParseError(self.file_name, None, "no DLLogger step record found (expected 'DLLL {...\"step\": N, "
+                                                   "\"data\": {\"train_step_timing in s\": ...}}' lines)")
+        warnings = [f"{self._duplicates} records repeated a step already read; first kept"] if self._duplicates else []
+        warnings.append("world size not stated in DLLogger output: per-device figures need --devices")
+        return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
+                            warnings=tuple(warnings), skipped_lines=self.skipped_lines)
+
+    def _config(self) -> RunConfig:
+        p = self._params
+        fp8 = p.get("cfg/fp8")
+        return run_config({
+            "precision": "fp8" if fp8 is True else precision_from_name(_str(p.get("cfg/precision"))),
+            "seq_len": self._p("encoder_seq_length"),
+            "global_batch": self._p("global_batch_size"),
+            "micro_batch": self._p("micro_batch_size"),
+            "tp": self._p("tensor_model_parallel_size"),
+            "pp": self._p("pipeline_model_parallel_size"),
+            "cp": self._p("context_parallel_size"),
+            "framework": "nemo",
+            "num_layers": self._p("num_layers"),
+            "hidden_size": self._p("hidden_size"),
+            "ffn_hidden_size": self._p("ffn_hidden_size"),
+            "num_attention_heads": self._p("num_attention_heads"),
+            "num_kv_heads": self._p("num_query_groups") or self._p("num_attention_heads"),
+            "swiglu": ("glu" in str(p.get("cfg/activation")).lower()) if p.get("cfg/activation") else None,
+            "strategy": "fsdp" if to_bool(_str(p.get("cfg/fsdp"))) else None,
+        })
+
+
+def _int(value: Any) -> int | None:
+    return to_int(str(value)) if isinstance(value, int | float | str) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+PARSER = DLLoggerParser

@@ -1,0 +1,81 @@
+"""llm.c's `-o` log file (main.log): `s:10 trl:3.2 lr:0.0006 norm:1.2` per training step, `s:N tel:3.27`
+validation loss and `s:N eval:0.31` HellaSwag accuracy lines.
+
+The file holds no step time and no token count, so steps carry loss, lr and grad norm only, and the summary
+warns that throughput cannot be derived from this file alone (llm.c prints timings on stdout, not here).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError
+from perfledger.records import ParseSummary, RunConfig, steps_frame
+from perfledger.vocabulary import LogFormat
+
+_FLOAT = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|-?inf))"
+_TRAIN = re.compile(r"^s:(\d+) trl:" + _FLOAT + r"(?: lr:" + _FLOAT + r")?(?: norm:" + _FLOAT + r")?")
+_VAL = re.compile(r"^s:(\d+) tel:" + _FLOAT)
+_EVAL = re.compile(r"^s:(\d+) eval:" + _FLOAT)
+_SNIFF = re.compile(r"^s:\d+ (?:trl|tel):\S+", re.MULTILINE)
+
+NO_THROUGHPUT_WARNING = (
+    "llm.c's main.log records no step time or tokens: throughput cannot be derived from this file alone "
+    "(ingest the run's stdout, or give tokens/s by hand)"
+)
+
+
+def _float(text: str | None) -> float | None:
+    return None if text is None else float(text)
+
+
+class LlmcParser(LogParser):
+    format = LogFormat.LLMC
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return _SNIFF.search(head) is not None
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.steps = 0
+        self.meta: dict[str, Any] = {"val_lines": 0, "eval_lines": 0}
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        for offset, line in enumerate(lines):
+            if not line.startswith("s:"):
+                continue
+            if (m := _TRAIN.match(line)) is not None:
+                self.steps += 1
+                rows.append({"step": int(m.group(1)), "loss": float(m.group(2)), "lr": _float(m.group(3)),
+                             "grad_norm": _float(m.group(4))})
+            elif (m := _VAL.match(line)) is not None:
+                self.meta["val_lines"] += 1
+                self.meta["last_val_loss"] = {"step": int(m.group(1)), "loss": float(m.group(2))}
+            elif (m := _EVAL.match(line)) is not None:
+                self.meta["eval_lines"] += 1
+                self.meta["last_eval"] = {"step": int(m.group(1)), "accuracy": float(m.group(2))}
+            else:
+                self.problem(first_lineno + offset, "an `s:` line that is neither trl, tel nor eval; skipped")
+        return steps_frame(rows)
+
+    def finish(self) -> ParseSummary:
+        if self.steps == 0:
+            raise ParseError(self.file_name, None, "no llm.c `s:N trl:...` training lines found")
+        return ParseSummary(
+            format=self.format,
+            config=RunConfig(framework="llm.c"),
+            problems=tuple(self.problems),
+            warnings=(NO_THROUGHPUT_WARNING,),
+            skipped_lines=self.skipped_lines,
+            meta=self.meta,
+        )
+
+
+PARSER = LlmcParser

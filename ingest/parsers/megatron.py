@@ -1,0 +1,547 @@
+"""Megatron-LM family stdout (Megatron-LM/Core, Megatron-Bridge, Megatron-DeepSpeed, Primus, MindSpeed, Pai-Patch).
+
+One step row per printed ``iteration N/ M | ... | elapsed time per iteration (ms): X | ...`` line. Step lines are
+found and read vectorized with Polars over each chunk (the hot path of a 1 GB log); only configuration lines
+(argument dump, YAML config, command line, ``using world size``) are read in Python, and they are few.
+
+Decisions a reader of the data should know:
+- Several ranks printing the same iteration (interleaved output, Primus printing each line twice): the first
+  line of a step is kept; later ones are counted in a warning. Only the highest step seen is tracked, so a
+  step number at or below it is a duplicate (memory does not grow with the file).
+- Several launches in one file (a new ``arguments`` dump or ``using world size`` after steps): a launch that
+  resumes above the highest step kept is kept; one whose numbering restarts is ignored, with a warning. Steps
+  go out chunk by chunk and cannot be taken back, so the *first* launch wins; keeping a later one would mix
+  runs of different world sizes in one step table.
+- Configuration: the last value stated wins (Megatron-Bridge dumps its default recipe, then the override).
+- ``tokens`` per step: ``consumed tokens`` deltas when printed, else global batch x sequence length
+  (``actual seqlen`` on the line, else ``seq_length`` from the config).
+- ``reported_tokens_per_s_per_device``: a per-GPU field when printed, else the aggregate ``tokens per second``
+  divided by the world size.
+- A row is one *logged* iteration; with ``log-interval`` k the printed time is the mean over k iterations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers._common import (
+    NUM,
+    first_number,
+    grad_accum,
+    is_unset,
+    note,
+    precision_from_flags,
+    precision_from_name,
+    run_config,
+    step_frame_from_columns,
+    strip_rank_prefix,
+    to_bool,
+    to_int,
+)
+from ingest.parsers.base import MAX_PROBLEMS_KEPT, LogParser
+from perfledger.errors import ParseError
+from perfledger.records import LineProblem, ParseSummary, empty_steps
+from perfledger.vocabulary import LogFormat
+
+_STEP = r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
+_FIELDS: dict[str, str] = {
+    "elapsed_ms": rf"elapsed time per iteration \(ms\):\s*({NUM})(?:/{NUM})?\s*\|",
+    "lr": rf"learning rate:\s*({NUM})\s*\|",
+    "gbs": r"global batch size:\s*(\d+)\s*\|",
+    "loss": rf"lm[ -]loss:\s*({NUM})\s*\|",
+    "grad_norm": rf"grad norm:\s*({NUM})\s*\|",
+    "tflops": rf"throughput per GPU \(TFLOP/s/GPU\):\s*({NUM})(?:/{NUM})?\s*\|",
+    "tflops_ds": rf"\|\s*TFLOPs:\s*({NUM})\s*\|",
+    "tok_gpu": rf"tokens per GPU \(tokens/s/GPU\):\s*({NUM})(?:/{NUM})?\s*\|",
+    "tgs": rf"tokens per gpu per second \(tgs\):\s*({NUM})\s*\|",
+    "tok_total": rf"\|\s*tokens per second:\s*({NUM})\s*\|",
+    "consumed_tokens": r"consumed tokens:\s*(\d+)\s*\|",
+    "consumed_samples": r"consumed samples:\s*(\d+)\s*\|",
+    "seqlen": r"actual seqlen:\s*(\d+)\s*\|",
+    "skipped": r"number of skipped iterations:\s*(\d+)\s*\|",
+    "nan_iters": r"number of nan iterations:\s*(\d+)\s*\|",
+    "mem_max": rf"max mem usage/usage_ratio:\s*({NUM})GB",
+    "mem": rf"mem usage/free/total/usage_ratio:\s*({NUM})GB",
+}
+_LAUNCH = r"-- arguments --|using world size:"
+_CONFIG_HINT = (
+    r"\w \.{2,} ?\S|using world size|^\s*[a-z_0-9]+: \S|--num-layers|--seq-length|--nproc[_-]per[_-]node"
+    r"|padded vocab|GPU \d+: .+\(UUID|memory \(MB\)|dist_world_size=|DeepSpeed info: version|Primus|MindSpeed"
+    r"|mindspeed|megatron\.bridge|habana_frameworks|Megatron-DeepSpeed|deepspeed\.launcher"
+)
+
+_ARG_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*(?: [a-z0-9_]+)?) ?\.{2,} ?(\S.*?)\s*$")
+_YAML = re.compile(r"^\s*([a-z_0-9]+): ([^\s#][^#]*?)\s*(?:#.*)?$")
+_FLAG = re.compile(r"--([a-z][a-z0-9_-]*)(?:[ =](?!--)(\S+))?")
+_WORLD = re.compile(
+    r"using world size:\s*(\d+)(?:.*?data-parallel[- ]size:\s*(\d+))?(?:.*?context-parallel size:\s*(\d+))?"
+    r"(?:.*?tensor-model-parallel size:\s*(\d+))?(?:.*?pipeline-model-parallel size:\s*(\d+))?"
+)
+_PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\).*?new size: (\d+)")
+_GPU_NAME = re.compile(r"GPU \d+: (.+?) \(UUID")
+_MEMORY = re.compile(r"memory \(MB\).*?max allocated: ([\d.]+)")
+_DIST_WORLD = re.compile(r"dist_world_size=(\d+)")
+_DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+?),|deepspeed info \.{2,} (\S+?),")
+
+# Argument names (dump, YAML, command line with "-" -> "_") that configure the run.
+_KEYS = frozenset({
+    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
+    "group_query_attention", "padded_vocab_size", "vocab_size", "swiglu", "gated_linear_unit", "num_experts",
+    "num_moe_experts", "moe_router_topk", "seq_length", "encoder_seq_length", "global_batch_size",
+    "micro_batch_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+    "expert_model_parallel_size", "data_parallel_size", "world_size", "fp16", "bf16", "fp8", "mixed_precision",
+    "train_iters", "nproc_per_node", "nnodes", "log_interval",
+})
+
+
+class _Launch(Enum):
+    PENDING = "pending"  # config lines seen, no step yet: not decided whether this launch is kept
+    KEPT = "kept"
+    IGNORED = "ignored"
+
+
+@dataclass
+class _State:
+    """Small per-file state; nothing here grows with the number of lines."""
+
+    config: dict[str, str] = field(default_factory=dict)
+    pending: dict[str, str] = field(default_factory=dict)
+    launch: _Launch = _Launch.PENDING
+    launches: int = 1
+    steps_in_launch: int = 0
+    max_step: int | None = None
+    first_step: int | None = None
+    rows: int = 0
+    last_step: int | None = None
+    last_consumed_tokens: float | None = None
+    last_consumed_samples: float | None = None
+    last_gbs: float | None = None
+    step_deltas: dict[int, int] = field(default_factory=dict)
+    duplicates: int = 0
+    ignored_steps: int = 0
+    ignored_launches: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    skipped_iterations: int = 0
+    nan_iterations: int = 0
+    rows_with_skips: int = 0
+    incomplete_lines: int = 0
+    truncated: int = 0
+    nonfinite_losses: int = 0
+    peak_allocated_mb: float | None = None
+    frameworks: set[str] = field(default_factory=set)
+    accelerator: str | None = None
+    ds_version: str | None = None
+    ds_config: dict[str, str] = field(default_factory=dict)
+    cli: dict[str, str] = field(default_factory=dict)  # command-line flags: a fallback below the argument dump
+
+
+class MegatronParser(LogParser):
+    format = LogFormat.MEGATRON
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return bool(re.search(
+            r"elapsed time per iteration \(ms\)|-- arguments --|using world size:|_model_parallel_size \.{3,}"
+            r"|megatron\.bridge\.training|pretrain_(?:gpt|mcore_\w+|llama\w*|bert|t5|mamba)\.py",
+            head,
+        ))
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self._s = _State()
+
+    # -- chunks ---------------------------------------------------------------------------------------------
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        if not lines:
+            return empty_steps()
+        text = pl.Series("line", lines, dtype=pl.String)
+        starts = text.str.contains(_LAUNCH).arg_true().to_list()
+        bounds = sorted({0, *starts, len(lines)})
+        frames = []
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            if a in starts:
+                self._launch_marker(first_lineno + a)
+            frames.append(self._segment(text.slice(a, b - a), first_lineno + a))
+        frames = [f for f in frames if f.height]
+        return pl.concat(frames) if frames else empty_steps()
+
+    def _launch_marker(self, lineno: int) -> None:
+        s = self._s
+        if s.steps_in_launch:
+            s.launches += 1
+            s.launch = _Launch.PENDING
+            s.pending = {}
+            s.steps_in_launch = 0
+
+    def _segment(self, seg: pl.Series, lineno0: int) -> pl.DataFrame:
+        is_iter = seg.str.contains("iteration ", literal=True)
+        rest = seg.filter(~is_iter)
+        for line in rest.filter(rest.str.contains(_CONFIG_HINT)).to_list():
+            self._config_line(line)
+        if not is_iter.any():
+            return empty_steps()
+        pos = is_iter.arg_true()
+        lines = seg.filter(is_iter)
+        step = lines.str.extract(_STEP, 1).cast(pl.Int64, strict=False)
+        found = step.is_not_null()
+        if not found.all():
+            pos, lines, step = pos.filter(found), lines.filter(found), step.filter(found)
+        if step.is_empty():
+            return empty_steps()
+        return self._steps(lines, step, pos + lineno0)
+
+    # -- steps ----------------------------------------------------------------------------------------------
+
+    def _steps(self, lines: pl.Series, step: pl.Series, lineno: pl.Series) -> pl.DataFrame:
+        s = self._s
+        s.steps_in_launch += step.len()
+        if s.launch is _Launch.PENDING:
+            self._decide_launch(int(step[0]), int(lineno[0]))
+        if s.launch is _Launch.IGNORED:
+            s.ignored_steps += step.len()
+            return empty_steps()
+        cols = _extract(lines)
+        cols = self._drop_truncated(cols, lines, step, lineno)
+        step = cols.pop("_step")
+        lineno = cols.pop("_lineno")
+        if step.is_empty():
+            return empty_steps()
+        keep = self._first_of_each_step(step)
+        if not keep.all():
+            s.duplicates += int((~keep).sum())
+            step = step.filter(keep)
+            cols = {k: v.filter(keep) for k, v in cols.items()}
+        if step.is_empty():
+            return empty_steps()
+        self._tally(cols, step)
+        return self._frame(cols, step)
+
+    def _decide_launch(self, first: int, lineno: int) -> None:
+        s = self._s
+        if s.max_step is None or first > s.max_step:
+            if s.max_step is not None:
+                s.resumed.append(f"line {lineno} (step {first})")
+            s.launch = _Launch.KEPT
+            for key, value in s.pending.items():
+                s.config[key] = value
+        else:
+            s.launch = _Launch.IGNORED
+            s.ignored_launches.append(f"line {lineno} (restarts at step {first})")
+        s.pending = {}
+
+    def _drop_truncated(
+        self, cols: dict[str, pl.Series], lines: pl.Series, step: pl.Series, lineno: pl.Series
+    ) -> dict[str, pl.Series]:
+        ok = cols["elapsed_ms"].is_not_null()
+        complete = cols["nan_iters"].is_not_null()
+        for n in lineno.filter(~ok).to_list():
+            self._s.truncated += 1
+            self.problem(n, "iteration line without a complete 'elapsed time per iteration (ms)' field "
+                            "(cut short?); the line was skipped")
+        for n in lineno.filter(ok & ~complete).to_list():
+            self._s.incomplete_lines += 1
+            note(self.problems, MAX_PROBLEMS_KEPT, LineProblem(
+                self.file_name, n, "iteration line ends before 'number of nan iterations' (cut short?); "
+                                   "kept the fields that were complete"))
+        out = {k: v.filter(ok) for k, v in cols.items()} if not ok.all() else dict(cols)
+        out["_step"] = step.filter(ok)
+        out["_lineno"] = lineno.filter(ok)
+        return out
+
+    def _first_of_each_step(self, step: pl.Series) -> pl.Series:
+        """True for a row whose step is above every step before it (in this chunk and earlier ones)."""
+        s = self._s
+        floor = s.max_step if s.max_step is not None else -1
+        before = step.cum_max().shift(1).fill_null(floor)
+        keep = (step > before) & (step > floor)
+        s.max_step = max(floor, int(step.max()))  # type: ignore[arg-type]
+        return keep
+
+    def _tally(self, cols: dict[str, pl.Series], step: pl.Series) -> None:
+        s = self._s
+        if s.first_step is None:
+            s.first_step = int(step[0])
+        s.rows += step.len()
+        skipped = cols["skipped"].fill_null(0)
+        s.skipped_iterations += int(skipped.sum())
+        s.rows_with_skips += int((skipped > 0).sum())
+        s.nan_iterations += int(cols["nan_iters"].fill_null(0).sum())
+        loss = cols["loss"]
+        s.nonfinite_losses += int((loss.is_nan() | loss.is_infinite()).fill_null(False).sum())
+        deltas = step.diff().drop_nulls()
+        if s.last_step is not None:
+            deltas = pl.concat([pl.Series([int(step[0]) - s.last_step]), deltas])
+        for value, count in deltas.value_counts().iter_rows():
+            s.step_deltas[int(value)] = s.step_deltas.get(int(value), 0) + int(count)
+
+    def _frame(self, cols: dict[str, pl.Series], step: pl.Series) -> pl.DataFrame:
+        s = self._s
+        prev_step = step.shift(1, fill_value=s.last_step).cast(pl.Float64)
+        span = step.cast(pl.Float64) - prev_step
+        samples = cols["gbs"]
+        if samples.null_count():
+            consumed = cols["consumed_samples"]
+            from_consumed = (consumed - consumed.shift(1, fill_value=s.last_consumed_samples)) / span
+            samples = _fill(samples.fill_null(from_consumed), self._config_int("global_batch_size"))
+        seq = _fill(cols["seqlen"], self._seq_len())
+        tokens = samples * seq
+        ct = cols["consumed_tokens"]
+        if ct.null_count() < ct.len():
+            tokens = ((ct - ct.shift(1, fill_value=s.last_consumed_tokens)) / span).fill_null(tokens)
+        world = self._world_size()
+        per_device = cols["tok_gpu"].fill_null(cols["tgs"])
+        if world:
+            per_device = per_device.fill_null(cols["tok_total"] / world)
+        frame = step_frame_from_columns({
+            "step": step,
+            "step_time_s": cols["elapsed_ms"] / 1000.0,
+            "tokens": tokens,
+            "samples": samples,
+            "loss": cols["loss"],
+            "lr": cols["lr"],
+            "grad_norm": cols["grad_norm"],
+            "reported_tflops_per_device": cols["tflops"].fill_null(cols["tflops_ds"]),
+            "reported_tokens_per_s_per_device": per_device,
+            "memory_gb": cols["mem_max"].fill_null(cols["mem"]),
+        }, step.len())
+        s.last_step = int(step[-1])
+        s.last_consumed_tokens = _last(cols["consumed_tokens"], s.last_consumed_tokens)
+        s.last_consumed_samples = _last(cols["consumed_samples"], s.last_consumed_samples)
+        s.last_gbs = _last(cols["gbs"], s.last_gbs)
+        return frame
+
+    # -- configuration --------------------------------------------------------------------------------------
+
+    def _config_line(self, raw: str) -> None:
+        line = strip_rank_prefix(raw)
+        s = self._s
+        self._framework_markers(line)
+        if "[config.py" in line or "[INFO] [config" in line:
+            if (m := _ARG_DUMP.search(line)) is not None:
+                s.ds_config[m.group(1)] = m.group(2)
+            return
+        if (m := _DS_VERSION.search(line)) is not None:
+            s.ds_version = m.group(1) or m.group(2)
+        if (m := _WORLD.search(line)) is not None:
+            for key, value in zip(("world_size", "data_parallel_size", "context_parallel_size",
+                                   "tensor_model_parallel_size", "pipeline_model_parallel_size"), m.groups(),
+                                  strict=True):
+                if value is not None:
+                    self._set(key, value)
+            return
+        if (m := _PADDED_VOCAB.search(line)) is not None:
+            self._set("padded_vocab_size", m.group(2))
+            return
+        if (m := _GPU_NAME.search(line)) is not None:
+            s.accelerator = s.accelerator or m.group(1).strip()
+            return
+        if (m := _MEMORY.search(line)) is not None:
+            mb = float(m.group(1))
+            s.peak_allocated_mb = mb if s.peak_allocated_mb is None else max(s.peak_allocated_mb, mb)
+            return
+        if (m := _DIST_WORLD.search(line)) is not None:
+            self._set("world_size", m.group(1))
+            return
+        if " --" in line and ("--num-layers" in line or "--seq-length" in line or "--nproc" in line):
+            for m in _FLAG.finditer(line):
+                key = m.group(1).replace("-", "_")
+                if key in _KEYS:
+                    s.cli[key] = m.group(2) if m.group(2) is not None else "True"
+            return
+        if (m := _ARG_DUMP.search(line)) is not None:
+            self._set(m.group(1).replace(" ", "_"), m.group(2))
+            return
+        if (m := _YAML.match(line)) is not None:
+            self._set(m.group(1), m.group(2))
+
+    def _framework_markers(self, line: str) -> None:
+        fw = self._s.frameworks
+        for marker, name in (("Primus", "primus"), ("MindSpeed", "mindspeed-llm"), ("mindspeed", "mindspeed-llm"),
+                             ("megatron.bridge", "megatron-bridge"), ("habana_frameworks", "megatron-lm (gaudi)"),
+                             ("DeepSpeed info", "megatron-deepspeed"), ("deepspeed info", "megatron-deepspeed"),
+                             ("deepspeed.launcher", "megatron-deepspeed")):
+            if marker in line:
+                fw.add(name)
+
+    def _set(self, key: str, value: str) -> None:
+        if key not in _KEYS:
+            return
+        s = self._s
+        if s.launch is _Launch.IGNORED:
+            return
+        target = s.pending if s.launch is _Launch.PENDING and s.max_step is not None else s.config
+        target[key] = value.strip().strip("'\"")
+
+    def _get(self, key: str) -> str | None:
+        return self._s.config.get(key, self._s.cli.get(key))
+
+    def _config_int(self, key: str) -> int | None:
+        value = self._s.config.get(key, self._s.cli.get(key))
+        if value is None and key == "global_batch_size":  # Megatron-DeepSpeed before --global-batch-size
+            value = self._s.ds_config.get("train_batch_size")
+        return None if is_unset(value) else to_int(value)
+
+    def _seq_len(self) -> int | None:
+        return self._config_int("seq_length") or self._config_int("encoder_seq_length")
+
+    def _world_size(self) -> int | None:
+        world = self._config_int("world_size")
+        if world is None and (per_node := self._config_int("nproc_per_node")):
+            world = per_node * (self._config_int("nnodes") or 1)
+        return world
+
+    # -- summary --------------------------------------------------------------------------------------------
+
+    def finish(self) -> ParseSummary:
+        s = self._s
+        if not s.rows:
+            raise ParseError(self.file_name, None, self._why_no_steps())
+        return ParseSummary(
+            format=self.format,
+            config=run_config(self._config_fields()),
+            problems=tuple(self.problems),
+            warnings=tuple(self._warnings()),
+            skipped_lines=self.skipped_lines,
+            meta=self._meta(),
+        )
+
+    def _why_no_steps(self) -> str:
+        if self._s.truncated:
+            return "no complete training iteration line: every 'iteration N/ M' line was cut short"
+        return ("no training iteration found (expected Megatron lines like "
+                "'iteration 10/ 500 | ... | elapsed time per iteration (ms): 1234.5 | ...')")
+
+    def _config_fields(self) -> dict[str, Any]:
+        gbs = self._config_int("global_batch_size") or (int(self._s.last_gbs) if self._s.last_gbs else None)
+        tp, pp, cp = (self._config_int(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
+                                                     "context_parallel_size"))
+        world = self._world_size()
+        dp = self._config_int("data_parallel_size")
+        if dp is None and world and tp and pp:
+            dp = world // (tp * pp * (cp or 1)) or None
+        heads = self._config_int("num_attention_heads")
+        experts = self._config_int("num_experts") or self._config_int("num_moe_experts")
+        return {
+            "n_devices": world,
+            "precision": self._precision(),
+            "seq_len": self._seq_len(),
+            "global_batch": gbs,
+            "micro_batch": self._config_int("micro_batch_size"),
+            "grad_accum": grad_accum(gbs, self._config_int("micro_batch_size"), dp),
+            "tp": tp, "pp": pp, "dp": dp, "cp": cp,
+            "ep": self._config_int("expert_model_parallel_size"),
+            "framework": self._framework(),
+            "framework_version": self._s.ds_version if "megatron-deepspeed" in self._s.frameworks else None,
+            "accelerator_as_printed": self._s.accelerator,
+            "num_layers": self._config_int("num_layers"),
+            "hidden_size": self._config_int("hidden_size"),
+            "ffn_hidden_size": self._config_int("ffn_hidden_size"),
+            "num_attention_heads": heads,
+            "num_kv_heads": self._kv_heads(heads),
+            "vocab_size": self._config_int("padded_vocab_size") or self._config_int("vocab_size"),
+            "swiglu": _either_bool(self._get("swiglu"), self._get("gated_linear_unit")),
+            "num_experts": experts,
+            "moe_top_k": self._config_int("moe_router_topk") if experts else None,
+        }
+
+    def _kv_heads(self, heads: int | None) -> int | None:
+        gqa = to_bool(self._get("group_query_attention"))
+        groups = self._config_int("num_query_groups")
+        return groups if gqa is not False and groups is not None else heads
+
+    def _precision(self) -> str | None:
+        fp8 = self._get("fp8")
+        if fp8 is not None and not is_unset(fp8) and to_bool(fp8) is not False:
+            return "fp8"
+        named = precision_from_name(self._get("mixed_precision"))
+        return named or precision_from_flags(fp8=None, bf16=self._get("bf16"), fp16=self._get("fp16"))
+
+    def _framework(self) -> str:
+        for name in ("megatron-deepspeed", "primus", "mindspeed-llm", "megatron-bridge", "megatron-lm (gaudi)"):
+            if name in self._s.frameworks:
+                return name
+        return "megatron-lm"
+
+    def _warnings(self) -> list[str]:
+        s = self._s
+        out = []
+        if s.duplicates:
+            out.append(f"{s.duplicates} iteration lines repeated a step already read (several ranks printing, "
+                       "or a logger printing twice); the first line of each step was kept")
+        if s.ignored_launches:
+            out.append(f"{s.launches} launches in one file; kept the first (steps {s.first_step}-{s.max_step}); "
+                       f"ignored {s.ignored_steps} iteration lines of later launches whose step numbering "
+                       f"restarted at {', '.join(s.ignored_launches)}; split the file to ingest those")
+        if s.resumed:
+            out.append(f"the run was relaunched and resumed at {', '.join(s.resumed)}; steps kept as one run")
+        if s.skipped_iterations:
+            out.append(f"{s.skipped_iterations} iterations were skipped by the optimizer (loss-scale overflow) "
+                       f"across {s.rows_with_skips} logged rows; those rows are kept")
+        if s.nan_iterations:
+            out.append(f"{s.nan_iterations} iterations had a NaN loss (Megatron's 'number of nan iterations')")
+        if s.nonfinite_losses:
+            out.append(f"{s.nonfinite_losses} logged rows have a NaN or infinite loss; kept as NaN/inf")
+        if s.incomplete_lines:
+            out.append(f"{s.incomplete_lines} iteration lines end early (cut short?); their complete fields kept")
+        if self._world_size() is None:
+            out.append("world size not stated in the log: per-device figures need --devices")
+        return out
+
+    def _meta(self) -> dict[str, Any]:
+        s = self._s
+        meta: dict[str, Any] = {}
+        if s.step_deltas:
+            meta["log_interval"] = max(s.step_deltas.items(), key=lambda kv: kv[1])[0]
+        if s.peak_allocated_mb is not None:
+            meta["peak_max_allocated_gib"] = round(s.peak_allocated_mb / 1024, 3)
+        if (iters := self._config_int("train_iters")) is not None:
+            meta["train_iters"] = iters
+        if s.ds_version:
+            meta["deepspeed_version"] = s.ds_version
+        if s.launches > 1:
+            meta["launches"] = s.launches
+        return meta
+
+
+def _extract(lines: pl.Series) -> dict[str, pl.Series]:
+    """Each _FIELDS value of each line as Float64 (null where absent), skipping regex passes that cannot match.
+
+    Cheap literal tests stand in for three fields in the common case: skipped/nan counts are only extracted on
+    lines whose count is not 0, consumed samples only when a line lacks the global batch size.
+    """
+    lazy = {"skipped", "nan_iters", "consumed_samples"}
+    cols = {name: first_number(lines, rx) for name, rx in _FIELDS.items() if name not in lazy}
+    for name, label in (("skipped", "number of skipped iterations:"), ("nan_iters", "number of nan iterations:")):
+        nonzero = lines.str.contains(label + r"\s*[1-9]")
+        present = lines.str.contains(label, literal=True)
+        cols[name] = (first_number(lines, _FIELDS[name]) if nonzero.any()
+                      else pl.Series(name, [0.0] * lines.len()).zip_with(present, pl.Series([None], dtype=pl.Float64)))
+    cols["consumed_samples"] = (first_number(lines, _FIELDS["consumed_samples"]) if cols["gbs"].null_count()
+                                else pl.Series("consumed_samples", [None] * lines.len(), dtype=pl.Float64))
+    return cols
+
+
+def _last(series: pl.Series, previous: float | None) -> float | None:
+    kept = series.drop_nulls()
+    return float(kept[-1]) if kept.len() else previous
+
+
+def _fill(series: pl.Series, value: float | None) -> pl.Series:
+    return series if value is None else series.fill_null(value)
+
+
+def _either_bool(*texts: str | None) -> bool | None:
+    values = [to_bool(t) for t in texts if t is not None]
+    if any(values):
+        return True
+    return False if values and all(v is False for v in values) else None
+
+
+PARSER = MegatronParser

@@ -1,0 +1,336 @@
+"""MLPerf Training result files: `:::MLLOG {json}` events (optionally after a rank tag such as " 0: ",
+mixed with warnings and shell output) and `:::SYSJSON {json}` system descriptions.
+
+Time to train is what MLPerf defines it to be: run_stop.time_ms - run_start.time_ms, and only when run_stop's
+status is "success". Every other figure computed from an MLPerf result is labelled evidence "derived" with
+MLCommons' caveat (DERIVED_NOTE), since it is not an official MLPerf metric.
+
+Training progress is not counted the same way in every benchmark: `tracked_stats` metadata carries `step`
+(samples in llama2_70b_lora and llama31_8b, optimizer steps in llama31_405b, which also logs
+`samples_count`), and gpt3 counts `trained_samples` / `epoch_num` in tokens. Steps here are optimizer steps
+(samples consumed / global batch size) whenever the file lets us tell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError, PerfledgerError
+from perfledger.records import ParseSummary, ResultRecord, RunConfig, steps_frame
+from perfledger.vocabulary import Evidence, LogFormat, Metric, SourceKind, Workload
+
+DERIVED_NOTE = "derived from an MLPerf result; not an official MLPerf metric (unverified)"
+
+_MLLOG = ":::MLLOG "
+_SYSJSON = ":::SYSJSON "
+_PLATFORM = re.compile(r"^\s*(\d+)\s*x\s*(.+)$")
+
+# benchmark as printed -> (canonical model id, workload)
+BENCHMARK_MODELS: dict[str, tuple[str, Workload]] = {
+    "gpt3": ("gpt3-175b", Workload.PRETRAIN),
+    "llama2_70b_lora": ("llama2-70b", Workload.LORA_FINETUNE),
+    "llama31_8b": ("llama3-8b", Workload.PRETRAIN),
+    "llama31_405b": ("llama3-405b", Workload.PRETRAIN),
+}
+TOKEN_COUNTED_BENCHMARKS = frozenset({"gpt3"})
+
+
+def resolve_accelerator_or_none(name: str | None) -> str | None:
+    """The catalog's canonical id for a printed accelerator name, or None (catalog absent or name unknown)."""
+    if not name:
+        return None
+    try:
+        from perfledger.catalog import resolve_accelerator  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        resolved = resolve_accelerator(name)
+    except (PerfledgerError, ValueError, TypeError):
+        return None
+    return resolved if isinstance(resolved, str) else getattr(resolved, "id", None)
+
+
+def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:
+    """'64xNVIDIA DGX H100' -> (64, 'NVIDIA DGX H100'): MLPerf's platform prefix counts nodes, not devices."""
+    if not platform:
+        return None, None
+    m = _PLATFORM.match(platform)
+    if m is None:
+        return None, platform.strip()
+    return int(m.group(1)), m.group(2).strip()
+
+
+def _event_json(line: str, marker: str) -> str | None:
+    at = line.find(marker)
+    return None if at < 0 else line[at + len(marker) :]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(str(value).strip()) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+class MlperfParser(LogParser):
+    format = LogFormat.MLPERF
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return _MLLOG + "{" in head or _SYSJSON + "{" in head
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.values: dict[str, Any] = {}
+        self.sysjson: dict[str, Any] | None = None
+        self.run_start_ms: float | None = None
+        self.run_stop_ms: float | None = None
+        self.run_stop_meta: dict[str, Any] = {}
+        self.events = 0
+        self.throughputs: list[float] = []  # a few per run (one per eval block), never per line
+        self.last_eval_epoch: float | None = None
+        self.step_counts_samples: bool | None = None
+        self.saw_step_time = False
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        for offset, line in enumerate(lines):
+            if ":::" not in line:
+                continue
+            lineno = first_lineno + offset
+            if (text := _event_json(line, _MLLOG)) is not None:
+                event = self._load(text, lineno)
+                if event is not None:
+                    self.events += 1
+                    if (row := self._event(event)) is not None:
+                        rows.append(row)
+            elif (text := _event_json(line, _SYSJSON)) is not None and self.sysjson is None:
+                loaded = self._load(text, lineno)
+                if loaded is not None:
+                    self.sysjson = loaded
+        return steps_frame(rows)
+
+    def _load(self, text: str, lineno: int) -> dict[str, Any] | None:
+        try:
+            loaded = json.loads(text)
+        except ValueError:
+            self.problem(lineno, "MLLOG event is not valid JSON (cut off or interleaved with another rank)")
+            return None
+        if not isinstance(loaded, dict):
+            self.problem(lineno, "MLLOG event is not a JSON object")
+            return None
+        return loaded
+
+    def _event(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        key = event.get("key")
+        meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+        value = event.get("value")
+        time_ms = _number(event.get("time_ms"))
+        if key == "run_start":
+            if self.run_start_ms is None:
+                self.run_start_ms = time_ms
+        elif key == "run_stop":
+            self.run_stop_ms, self.run_stop_meta = time_ms, meta
+        elif key == "tracked_stats" and isinstance(value, dict):
+            return self._tracked_row(value, meta)
+        elif key == "train_loss":
+            return self._loss_row(value, meta)
+        elif key == "eval_accuracy":
+            self.values["eval_accuracy"] = value
+            epoch = _number(meta.get("epoch_num"))
+            self.last_eval_epoch = epoch if epoch is not None else self.last_eval_epoch
+        elif isinstance(key, str) and key not in self.values:
+            self.values[key] = None if isinstance(value, str) and "PLACEHOLDER" in value else value
+        return None
+
+    def _gbs(self) -> int | None:
+        gbs = self.values.get("global_batch_size")
+        return gbs if isinstance(gbs, int) and gbs > 0 else None
+
+    def _seq(self) -> int | None:
+        seq = self.values.get("max_sequence_length")
+        return seq if isinstance(seq, int) and seq > 0 else None
+
+    def _step_of(self, meta: dict[str, Any]) -> int | None:
+        gbs = self._gbs()
+        samples = _number(meta.get("samples_count"))
+        if samples is not None and gbs:
+            return round(samples / gbs)
+        step = _number(meta.get("step"))
+        if step is None:
+            return None
+        if self.step_counts_samples is None and step > 0:
+            # the first non-zero counter decides for the whole file: a multiple of the batch is a sample count
+            self.step_counts_samples = bool(gbs) and step % gbs == 0  # type: ignore[operator]
+        if self.step_counts_samples and gbs:
+            return round(step / gbs)
+        return round(step)
+
+    def _per_step_sizes(self) -> dict[str, float | None]:
+        gbs, seq = self._gbs(), self._seq()
+        return {"samples": gbs, "tokens": gbs * seq if gbs and seq else None}
+
+    def _tracked_row(self, value: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any] | None:
+        step_time = _number(value.get("train_step_time"))
+        loss = _number(value.get("reduced_train_loss"))
+        throughput = _number(value.get("throughput"))
+        if throughput is not None and throughput > 0:
+            self.throughputs.append(throughput)
+        if step_time is not None:
+            self.saw_step_time = True
+        elif loss is None and (throughput is None or self.saw_step_time):
+            return None  # warmup_time, validation_*: not training steps; per-step rows already carry time
+        step = self._step_of(meta)
+        if step is None:
+            return None
+        gbs = self._gbs()
+        if step_time is None and throughput and gbs:
+            step_time = gbs / throughput
+        memory = _number(value.get("max_memory_usage"))  # as logged (GB per device, unit not stated)
+        return {"step": step, "step_time_s": step_time, "loss": loss, "memory_gb": memory, **self._per_step_sizes()}
+
+    def _loss_row(self, value: Any, meta: dict[str, Any]) -> dict[str, Any] | None:
+        step = self._step_of(meta)
+        if step is None:
+            return None
+        return {"step": step, "loss": _number(value), "lr": _number(meta.get("lr"))}
+
+    def finish(self) -> ParseSummary:
+        if self.events == 0 and self.sysjson is None:
+            raise ParseError(self.file_name, None, "no :::MLLOG events found")
+        config = self._config()
+        warnings: list[str] = []
+        results: list[ResultRecord] = []
+        ttt = self._time_to_train(warnings)
+        if ttt is not None:
+            results.append(self._record(config, Metric.TIME_TO_TRAIN_S, ttt, Evidence.MEASURED, "run_stop - run_start"))
+            results.extend(self._derived_token_rates(config, ttt))
+        if "submission_platform" in self.values and self.values["submission_platform"] is None:
+            warnings.append("submission_platform is a template placeholder: the accelerator is not stated")
+        if self.throughputs:
+            mean = sum(self.throughputs) / len(self.throughputs)
+            note = f"mean of {len(self.throughputs)} tracked_stats throughput values (samples/s, as logged)"
+            results.append(self._record(config, Metric.SAMPLES_PER_S, mean, Evidence.MEASURED, note))
+        if self.throughputs and not self.saw_step_time:
+            warnings.append(
+                "step_time_s of the throughput rows is global_batch_size / logged throughput, averaged over the "
+                "steps between two logs"
+            )
+        return ParseSummary(
+            format=self.format,
+            config=config,
+            problems=tuple(self.problems),
+            warnings=tuple(warnings),
+            results=tuple(results),
+            skipped_lines=self.skipped_lines,
+            meta=self._meta(),
+        )
+
+    def _time_to_train(self, warnings: list[str]) -> float | None:
+        if self.run_stop_ms is None:
+            warnings.append("no run_stop event found (file cut short?): no time-to-train result")
+            return None
+        if self.run_start_ms is None:
+            warnings.append("no run_start event found: no time-to-train result")
+            return None
+        status = self.run_stop_meta.get("status")
+        if status != "success":
+            warnings.append(f"run_stop status is {status!r}, not 'success': not a valid MLPerf result")
+            return None
+        return (self.run_stop_ms - self.run_start_ms) / 1000.0
+
+    def _trained_tokens(self) -> float | None:
+        if self.values.get("submission_benchmark") in TOKEN_COUNTED_BENCHMARKS:
+            trained = _number(self.values.get("trained_samples"))
+            return trained if trained is not None else self.last_eval_epoch
+        samples, seq = _number(self.run_stop_meta.get("samples_count")), self._seq()
+        return samples * seq if samples is not None and seq else None
+
+    def _derived_token_rates(self, config: RunConfig, ttt: float) -> list[ResultRecord]:
+        tokens = self._trained_tokens()
+        if tokens is None or ttt <= 0:
+            return []
+        note = f"{DERIVED_NOTE}; trained tokens {tokens:.0f} / time to train"
+        out = [self._record(config, Metric.TOKENS_PER_S, tokens / ttt, Evidence.DERIVED, note)]
+        if config.n_devices:
+            per_device = tokens / ttt / config.n_devices
+            out.append(self._record(config, Metric.TOKENS_PER_S_PER_DEVICE, per_device, Evidence.DERIVED, note))
+        return out
+
+    def _record(self, config: RunConfig, metric: Metric, value: float, evidence: Evidence, note: str) -> ResultRecord:
+        return ResultRecord(
+            metric=metric.value,
+            value=value,
+            unit=metric.unit,
+            accelerator_id=config.accelerator,
+            accelerator_as_printed=config.accelerator_as_printed,
+            n_devices=config.n_devices,
+            framework=config.framework,
+            model_id=config.model,
+            model_as_printed=config.model_as_printed,
+            workload=config.workload,
+            precision=config.precision,
+            seq_len=config.seq_len,
+            global_batch=config.global_batch,
+            grad_accum=config.grad_accum,
+            evidence=evidence.value,
+            locator=self.file_name,
+            note=note,
+        )
+
+    def _config(self) -> RunConfig:
+        benchmark = self.values.get("submission_benchmark")
+        model, workload = BENCHMARK_MODELS.get(str(benchmark), (None, None))
+        nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
+        sysjson = self.sysjson or {}
+        per_node = _int_or_none(sysjson.get("accelerators_per_node"))
+        sys_nodes = _int_or_none(sysjson.get("number_of_nodes"))
+        n_devices = sys_nodes * per_node if sys_nodes and per_node else None
+        accelerator = _str_or_none(sysjson.get("accelerator_model_name")) or platform_device
+        ga = self.values.get("gradient_accumulation_steps")
+        precision = _str_or_none(self.values.get("precision"))
+        return RunConfig(
+            model=model or _str_or_none(benchmark),
+            model_as_printed=_str_or_none(benchmark),
+            accelerator=resolve_accelerator_or_none(accelerator),
+            accelerator_as_printed=accelerator,
+            n_devices=n_devices,
+            precision=precision.lower() if precision else None,
+            seq_len=self._seq(),
+            global_batch=self._gbs(),
+            grad_accum=ga if isinstance(ga, int) else None,
+            framework=_str_or_none(sysjson.get("framework")),
+            workload=workload.value if workload else None,
+        )
+
+    def _meta(self) -> dict[str, Any]:
+        nodes, _ = platform_nodes(_str_or_none(self.values.get("submission_platform")))
+        keep = ("submission_org", "submission_platform", "submission_division", "submission_status", "seed")
+        meta: dict[str, Any] = {k: self.values[k] for k in keep if k in self.values}
+        meta["source_kind"] = SourceKind.MLPERF.value
+        meta["n_nodes"] = _int_or_none((self.sysjson or {}).get("number_of_nodes")) or nodes
+        meta["mllog_events"] = self.events
+        if self.sysjson:
+            meta["system_name"] = self.sysjson.get("system_name")
+        if "eval_accuracy" in self.values:
+            meta["last_eval_accuracy"] = self.values["eval_accuracy"]
+        return meta
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+PARSER = MlperfParser

@@ -1,0 +1,97 @@
+"""nanoGPT stdout: `iter 10: loss 2.3456, time 123.45ms, mfu 12.34%` per logged iteration, and
+`step 250: train loss 2.1, val loss 2.2` evaluation lines (kept as a count and the last values, not steps).
+
+nanoGPT prints mfu -100.00% until it has a running estimate (the first iterations): that is "not measured",
+so it becomes null. A `loss nan` survives as NaN: a diverged run is still a run. `time` is the wall time of
+the logged iteration, in milliseconds, converted to seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError
+from perfledger.records import ParseSummary, RunConfig, steps_frame
+from perfledger.vocabulary import LogFormat
+
+_FLOAT = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
+_ITER = re.compile(
+    r"^\s*iter (\d+): loss " + _FLOAT + r", time " + _FLOAT + r"\s*ms(?:, mfu " + _FLOAT + r"%)?", re.IGNORECASE
+)
+_EVAL = re.compile(r"^\s*step (\d+): train loss " + _FLOAT + r", val loss " + _FLOAT)
+_TOKENS_PER_ITER = re.compile(r"tokens per iteration will be: ([\d,]+)")
+_PARAMS = re.compile(r"number of parameters: ([\d.]+)M")
+_SNIFF = re.compile(r"^\s*iter \d+: loss \S+, time \S+ms", re.MULTILINE)
+
+
+def _float(text: str | None) -> float | None:
+    return None if text is None else float(text)
+
+
+class NanogptParser(LogParser):
+    format = LogFormat.NANOGPT
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return _SNIFF.search(head) is not None
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.steps = 0
+        self.nan_losses = 0
+        self.tokens_per_iter: int | None = None
+        self.meta: dict[str, Any] = {"eval_lines": 0}
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        for line in lines:
+            if (m := _ITER.match(line)) is not None:
+                rows.append(self._row(m))
+            elif (m := _EVAL.match(line)) is not None:
+                self.meta["eval_lines"] += 1
+                self.meta["last_eval"] = {"step": int(m.group(1)), "train_loss": float(m.group(2)),
+                                          "val_loss": float(m.group(3))}
+            elif (m := _TOKENS_PER_ITER.search(line)) is not None:
+                self.tokens_per_iter = int(m.group(1).replace(",", ""))
+            elif (m := _PARAMS.search(line)) is not None:
+                self.meta["parameters_millions"] = float(m.group(1))
+        return steps_frame(rows)
+
+    def _row(self, m: re.Match[str]) -> dict[str, Any]:
+        self.steps += 1
+        loss = float(m.group(2))
+        self.nan_losses += math.isnan(loss)
+        mfu = _float(m.group(4))
+        return {
+            "step": int(m.group(1)),
+            "loss": loss,
+            "step_time_s": float(m.group(3)) / 1000.0,
+            "reported_mfu": mfu / 100.0 if mfu is not None and mfu >= 0 else None,
+            "tokens": float(self.tokens_per_iter) if self.tokens_per_iter else None,
+        }
+
+    def finish(self) -> ParseSummary:
+        if self.steps == 0:
+            raise ParseError(self.file_name, None, "no nanoGPT `iter N: loss ..., time ...ms` lines found")
+        warnings = []
+        if self.nan_losses:
+            warnings.append(f"{self.nan_losses} logged iterations have loss nan (the run diverged)")
+        if self.tokens_per_iter is None:
+            warnings.append("`tokens per iteration` not printed: tokens per step unknown")
+        return ParseSummary(
+            format=self.format,
+            config=RunConfig(framework="nanoGPT"),
+            problems=tuple(self.problems),
+            warnings=tuple(warnings),
+            skipped_lines=self.skipped_lines,
+            meta={**self.meta, "tokens_per_iter": self.tokens_per_iter},
+        )
+
+
+PARSER = NanogptParser

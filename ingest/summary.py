@@ -1,0 +1,268 @@
+"""A parsed run's steady-state summary: throughput, model TFLOPS, MFU and jitter, each through perfledger.calc.
+
+What cannot be computed stays empty with the reason (in `why_missing`), never a guess: MFU needs the
+accelerator and the precision, TFLOPS needs the model's shape and the sequence length, per-device figures
+need the device count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import catalog, store
+from perfledger.calc import flops as fl
+from perfledger.calc import metrics as m
+from perfledger.calc.steady import SteadyRule, SteadyState, steady_state
+from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
+from perfledger.records import ParseSummary, ResultRecord, RunConfig
+
+STEADY_KEYS = ("first_step", "last_step", "step_time_s_median", "tokens_per_s_per_device",
+               "model_tflops_per_device", "mfu", "jitter_cv")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    config: dict[str, Any]
+    steady: SteadyState | None
+    tokens_per_s_per_device: float | None
+    model_tflops_per_device: float | None
+    mfu: float | None
+    flops_per_token: float | None
+    flops_formula: str | None
+    peak: str | None
+    warnings: tuple[str, ...]
+    why_missing: dict[str, str]
+    reported: dict[str, Any]
+    results: tuple[ResultRecord, ...] = ()
+    sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def steady_state_json(self) -> dict[str, Any]:
+        s = self.steady
+        out: dict[str, Any] = {
+            "first_step": s.first_step if s else None,
+            "last_step": s.last_step if s else None,
+            "step_time_s_median": s.step_time_s_median if s else None,
+            "tokens_per_s_per_device": self.tokens_per_s_per_device,
+            "model_tflops_per_device": self.model_tflops_per_device,
+            "mfu": self.mfu,
+            "jitter_cv": s.jitter_cv if s else None,
+            "jitter_p99_p50": s.jitter_p99_p50 if s else None,
+            "warmup_steps": s.warmup_steps if s else None,
+            "stalls": s.stalls if s else None,
+            "steps_in_window": s.steps_in_window if s else 0,
+            "tokens_per_s": s.tokens_per_s if s else None,
+            "flops_per_token": self.flops_per_token,
+            "flops_formula": self.flops_formula,
+            "peak": self.peak,
+            "rule": s.rule.as_dict() if s else SteadyRule().as_dict(),
+            "rule_text": (s.rule if s else SteadyRule()).describe(),
+        }
+        return {k: _finite(v) for k, v in out.items()}
+
+    def results_json(self) -> list[dict[str, Any]]:
+        return [{"metric": r.metric, "value": _finite(r.value), "unit": r.unit, "evidence": r.evidence,
+                 "note": r.note} for r in self.results]
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def resolve_config(config: RunConfig) -> RunConfig:
+    """Names as printed -> canonical ids where the catalog knows them; the printed text is kept beside."""
+    return replace(
+        config,
+        model=_resolve(catalog.resolve_model, config.model or config.model_as_printed) or config.model,
+        model_as_printed=config.model_as_printed or config.model,
+        accelerator=_resolve(catalog.resolve_accelerator, config.accelerator or config.accelerator_as_printed)
+        or config.accelerator,
+        accelerator_as_printed=config.accelerator_as_printed or config.accelerator,
+        precision=catalog.normalize_precision(config.precision) if config.precision else None,
+    )
+
+
+def _resolve(fn: Any, name: str | None) -> str | None:
+    if not name:
+        return None
+    try:
+        return str(fn(name))
+    except (UnknownId, InvalidInput):
+        return None
+
+
+def _row(frame_fn: Any, engine: Engine | None, ident: str | None) -> dict[str, Any] | None:
+    if engine is None or ident is None:
+        return None
+    try:
+        rows = frame_fn(engine).filter(pl.col("id") == ident)
+    except PerfledgerError:
+        return None
+    return rows.row(0, named=True) if rows.height else None
+
+
+def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelShape | None:
+    if config.num_layers and config.hidden_size and config.num_attention_heads and config.ffn_hidden_size \
+            and config.vocab_size:
+        return fl.ModelShape(layers=config.num_layers, hidden=config.hidden_size, heads=config.num_attention_heads,
+                             kv_heads=config.num_kv_heads or config.num_attention_heads,
+                             ffn_hidden=config.ffn_hidden_size, vocab=config.vocab_size, swiglu=bool(config.swiglu),
+                             moe_top_k=config.moe_top_k or 1)
+    if model_row is not None:
+        try:
+            return fl.ModelShape.from_row(model_row)
+        except InvalidInput:
+            return None
+    return None
+
+
+def _median(steps: pl.DataFrame, column: str) -> float | None:
+    if column not in steps.columns:
+        return None
+    values = steps[column].drop_nulls().drop_nans() if steps[column].dtype.is_float() else steps[column].drop_nulls()
+    return float(values.median()) if values.len() else None  # type: ignore[arg-type]
+
+
+def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame, engine: Engine | None,
+              rule: SteadyRule = SteadyRule()) -> RunSummary:
+    warnings = list(parsed.warnings)
+    why: dict[str, str] = {}
+    steady = _steady(steps, rule, why)
+    window = _window(steps, steady)
+    tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
+    model_row = _row(store.models, engine, config.model)
+    acc_row = _row(store.accelerators, engine, config.accelerator)
+    shape = _shape(config, model_row)
+    seq_len = config.seq_len or (model_row or {}).get("seq_len")
+    f = _flops(shape, seq_len, config, why)
+    tflops = m.model_tflops(tps_dev, f) if tps_dev and f else None
+    if tflops is None and "model_tflops_per_device" not in why:
+        why["model_tflops_per_device"] = "needs tokens/s per device" if f else why.get("flops_per_token", "")
+    mfu, peak = _mfu(tflops, acc_row, config, why)
+    reported = _reported(window, tps_dev, tflops, mfu)
+    for key, reason in why.items():
+        if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
+            warnings.append(f"{key} not computed: {reason}")
+    results = tuple(_resolved_result(r) for r in parsed.results) + _measured_results(
+        parsed, config, steady, tps_dev, tflops, mfu)
+    return RunSummary(
+        config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
+        mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
+        peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
+    )
+
+
+def _steady(steps: pl.DataFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
+    if steps.height == 0:
+        why["steady_state"] = "the file has no training steps (a result file, or a summary only)"
+        return None
+    try:
+        return steady_state(steps, rule)
+    except InvalidInput as exc:
+        why["steady_state"] = str(exc)
+        return None
+
+
+def _window(steps: pl.DataFrame, steady: SteadyState | None) -> pl.DataFrame:
+    if steady is None or steady.first_step is None:
+        return steps.clear()
+    return steps.filter(pl.col("step").is_between(steady.first_step, steady.last_step))
+
+
+def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: pl.DataFrame,
+                             why: dict[str, str], warnings: list[str]) -> float | None:
+    if steady is not None and steady.tokens_per_s is not None:
+        if config.n_devices:
+            return steady.tokens_per_s / config.n_devices
+        why["tokens_per_s_per_device"] = "the device count is unknown (pass --devices)"
+        return None
+    reported = _median(window, "reported_tokens_per_s_per_device")
+    if reported is not None:
+        warnings.append("tokens/s per device is the median of the log's own per-step figure "
+                        "(the log gives no tokens per step to recompute it)")
+        return reported
+    why["tokens_per_s_per_device"] = "the log states neither tokens per step (batch x seq len) nor tokens/s"
+    return None
+
+
+def _flops(shape: fl.ModelShape | None, seq_len: Any, config: RunConfig, why: dict[str, str]) -> float | None:
+    if shape is None:
+        why["flops_per_token"] = (f"model {config.model!r} has no architecture in the catalog" if config.model
+                                  else "the model is unknown (pass --model)")
+        why["model_tflops_per_device"] = why["flops_per_token"]
+        return None
+    if not seq_len:
+        why["model_tflops_per_device"] = "the sequence length is unknown"
+        return None
+    return fl.flops_per_token(shape, int(seq_len))
+
+
+def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunConfig,
+         why: dict[str, str]) -> tuple[float | None, str | None]:
+    if tflops is None:
+        why["mfu"] = "needs model TFLOPS first"
+        return None, None
+    if acc_row is None:
+        why["mfu"] = "the accelerator is unknown (pass --accelerator)" if not config.accelerator else \
+            f"accelerator {config.accelerator!r} is not in the catalog"
+        return None, None
+    if not config.precision or config.precision == "unstated":
+        why["mfu"] = "the precision is unknown (pass --precision)"
+        return None, None
+    try:
+        peak = m.peak_tflops(acc_row, config.precision)
+    except InvalidInput as exc:
+        why["mfu"] = str(exc)
+        return None, None
+    return m.mfu(tflops, peak.tflops), peak.describe()
+
+
+def _reported(window: pl.DataFrame, tps: float | None, tflops: float | None, mfu: float | None) -> dict[str, Any]:
+    """The log's own figures (median over the window) beside ours, with the relative difference."""
+    out: dict[str, Any] = {}
+    for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
+                         ("reported_mfu", mfu)):
+        theirs = _median(window, column)
+        if theirs is None:
+            continue
+        out[column] = theirs
+        if ours:
+            out[column.replace("reported_", "diff_")] = (ours - theirs) / theirs if theirs else None
+    return out
+
+
+def _resolved_result(record: ResultRecord) -> ResultRecord:
+    return replace(
+        record,
+        accelerator_id=record.accelerator_id or _resolve(catalog.resolve_accelerator, record.accelerator_as_printed),
+        model_id=record.model_id or _resolve(catalog.resolve_model, record.model_as_printed),
+        precision=catalog.normalize_precision(record.precision) if record.precision else record.precision,
+    )
+
+
+def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadyState | None, tps: float | None,
+                      tflops: float | None, mfu: float | None) -> tuple[ResultRecord, ...]:
+    """The run's steady-state figures as result rows, so they sit beside published claims on every page."""
+    if steady is None:
+        return ()
+    mlperf = parsed.format.value == "mlperf"
+    evidence = "derived" if mlperf else "measured"
+    note = (f"steady state of an ingested {parsed.format.value} log, steps {steady.first_step}-{steady.last_step}"
+            + ("; derived from an MLPerf result, not an official MLPerf metric (unverified)" if mlperf else ""))
+    base = dict(accelerator_id=config.accelerator, accelerator_as_printed=config.accelerator_as_printed,
+                n_devices=config.n_devices, framework=config.framework, framework_version=config.framework_version,
+                model_id=config.model, model_as_printed=config.model_as_printed,
+                workload=config.workload or "pretrain", precision=config.precision or "unstated",
+                seq_len=config.seq_len, global_batch=config.global_batch, micro_batch=config.micro_batch,
+                tp=config.tp, pp=config.pp, dp=config.dp, ep=config.ep, cp=config.cp, strategy=config.strategy,
+                evidence=evidence, locator="steady-state window", note=note)
+    figures = (("tokens_per_s_per_device", tps, "tokens/s/device"),
+               ("model_tflops_per_device", tflops, "TFLOP/s/device"), ("mfu", mfu, "fraction"),
+               ("step_time_s", steady.step_time_s_median, "s"))
+    return tuple(ResultRecord(metric=metric, value=value, unit=unit, **base)  # type: ignore[arg-type]
+                 for metric, value, unit in figures if value is not None and math.isfinite(value))

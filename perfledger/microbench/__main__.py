@@ -1,0 +1,3 @@
+from perfledger.microbench.run import main
+
+raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""python -m perfledger as a user types it: the figures, the formula, the inputs, and plain errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "perfledger", *args, "--db", f"duckdb:///{db}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("args", "value", "unit"), [
+    (("model_tflops", "model=llama2-70b", "seq_len=4096", "tokens_per_s_per_device=1880"), 835.6, "TFLOP/s/device"),
+    (("mfu", "model=llama2-70b", "seq_len=4096", "tokens_per_s_per_device=1880", "accelerator=h200",
+      "precision=bf16"), 0.845, "fraction"),
+    (("speedup", "candidate=16913", "baseline=4583"), 3.69, "x"),
+    (("time_to_train", "model=llama2-70b", "tokens=1e9", "devices=8", "tokens_per_s_per_device=1880"), 66489, "s"),
+    (("time_to_train", "model=gpt3-175b", "tokens=300e9", "devices=1024", "accelerator=a800-80gb",
+      "precision=fp16", "efficiency=0.5"), 2.02e6, "s"),
+])
+def test_calc_commands_from_the_issue_print_value_unit_formula_inputs(seeded_db_file: Path, args: tuple[str, ...],
+                                                                      value: float, unit: str) -> None:
+    out = run_cli("calc", *args, "--json", db=seeded_db_file)
+    assert out.returncode == 0, out.stderr
+    figure = json.loads(out.stdout)
+    assert figure["value"] == pytest.approx(value, rel=0.005)
+    assert figure["unit"] == unit
+    assert "=" in figure["formula"] and figure["inputs"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("calc", "mfu", "model=llama9", "seq_len=4096", "tokens_per_s_per_device=1", "accelerator=h200",
+      "precision=bf16"), "unknown model 'llama9'; nearest:"),
+    (("calc", "speedup", "candidate=0", "baseline=4583"), "candidate must be positive"),
+    (("calc", "speedup", "candidate=3"), "speedup needs baseline=<number>"),
+    (("calc", "mfu", "model=llama2-7b", "seq_len=4096", "tokens_per_s_per_device=1", "accelerator=h2000",
+      "precision=bf16"), "unknown accelerator 'h2000'; nearest:"),
+])
+def test_bad_input_gets_a_plain_message_and_exit_2(seeded_db_file: Path, args: tuple[str, ...], message: str) -> None:
+    out = run_cli(*args, db=seeded_db_file)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_audit_json_lists_every_claim_with_verdict(seeded_db_file: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "perfledger", "audit", "--format", "json", "--db",
+                          f"duckdb:///{seeded_db_file}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert {"reported", "recomputed", "rel_diff", "tolerance", "verdict"} <= set(rows[0])
+
+
+def test_corrupt_data_csv_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("sources.csv", "accelerators.csv", "models.csv", "results.csv"):
+        (data / name).write_bytes((ROOT / "data" / name).read_bytes())
+    with (data / "results.csv").open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[3][rows[0].index("value")] = "seven"  # line 4 of the file
+    with (data / "results.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    out = subprocess.run([sys.executable, "-m", "perfledger", "init", "--data", str(data), "--db",
+                          f"duckdb:///{tmp_path / 'x.duckdb'}"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "results.csv:4" in out.stderr and "Traceback" not in out.stderr

@@ -1,0 +1,78 @@
+"""MLPerf MLLOG: time to train as MLPerf defines it, derived figures labelled, odd files handled."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.parsers.mlperf import DERIVED_NOTE, PARSER, platform_nodes
+
+from .helpers import LOGS, parse_text, parse_with
+
+EOS = "nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt"
+
+
+def test_time_to_train_is_run_stop_minus_run_start() -> None:
+    summary, _ = parse_with(PARSER, LOGS / EOS)
+    ttt = summary.results[0]
+    assert (ttt.metric, ttt.evidence) == ("time_to_train_s", "measured")
+    assert ttt.value == pytest.approx((1715046977115 - 1715043829220) / 1000)  # 3147.895 s
+    assert summary.meta["source_kind"] == "mlperf"
+
+
+def test_eos_config_comes_from_sysjson_and_benchmark_name() -> None:
+    summary, _ = parse_with(PARSER, LOGS / EOS)
+    c = summary.config
+    assert (c.model, c.model_as_printed, c.workload) == ("gpt3-175b", "gpt3", "pretrain")
+    assert (c.n_devices, c.accelerator_as_printed) == (512, "NVIDIA H100-SXM5-80GB")
+    assert (c.global_batch, c.seq_len) == (2304, 2048)
+
+
+def test_per_device_figures_are_derived_with_the_mlcommons_caveat() -> None:
+    summary, _ = parse_with(PARSER, LOGS / EOS)
+    per_device = [r for r in summary.results if r.metric == "tokens_per_s_per_device"][0]
+    assert per_device.evidence == "derived" and DERIVED_NOTE in (per_device.note or "")
+    assert per_device.value == pytest.approx(1245708288 / 3147.895 / 512)  # gpt3 counts tokens
+
+
+def test_truncated_file_warns_and_has_no_time_to_train() -> None:
+    summary, _ = parse_with(PARSER, LOGS / "nvidia_eos_dfw_n1344_h100_gpt3_nemo_v4.0_result_0_truncated.txt")
+    assert summary.results == ()
+    assert any("no run_stop" in w for w in summary.warnings)
+    assert summary.config.n_devices == 10752
+
+
+def test_rank_prefixed_cisco_file_gives_per_step_times() -> None:
+    summary, steps = parse_with(PARSER, LOGS / "cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt")
+    first = steps.row(0, named=True)
+    assert first["step"] == 1  # metadata step 64.0 counts samples; global batch 64
+    assert first["step_time_s"] == pytest.approx(4.069206237792969)
+    assert first["tokens"] == 64 * 8192
+    assert summary.config.model == "llama3-8b" and summary.config.model_as_printed == "llama31_8b"
+    assert any("placeholder" in w for w in summary.warnings)
+
+
+def test_lora_benchmark_maps_to_llama2_70b_lora_finetune() -> None:
+    summary, _ = parse_with(PARSER, LOGS / "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt")
+    assert (summary.config.model, summary.config.workload, summary.config.n_devices) == (
+        "llama2-70b", "lora_finetune", 8)
+
+
+def test_failed_run_stop_is_not_a_result() -> None:
+    text = "\n".join([
+        ':::MLLOG {"time_ms": 1000, "key": "run_start", "value": null, "metadata": {}}',
+        ':::MLLOG {"time_ms": 9000, "key": "run_stop", "value": null, "metadata": {"status": "aborted"}}',
+    ])
+    summary, _ = parse_text(PARSER, text)
+    assert summary.results == ()
+    assert any("not a valid MLPerf result" in w for w in summary.warnings)
+
+
+def test_broken_mllog_json_is_a_line_problem() -> None:
+    text = ':::MLLOG {"time_ms": 1000, "key": "run_start", "value": null, "metadata": {}}\n:::MLLOG {"time_ms": 12'
+    summary, _ = parse_text(PARSER, text, "x.txt")
+    assert [p.line for p in summary.problems] == [2]
+
+
+def test_platform_prefix_counts_nodes() -> None:
+    assert platform_nodes("64xNVIDIA DGX H100") == (64, "NVIDIA DGX H100")
+    assert platform_nodes("tpu-v5p") == (None, "tpu-v5p")

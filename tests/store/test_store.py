@@ -1,0 +1,112 @@
+"""The store on a real DuckDB file: idempotent writes, all-or-nothing imports, plain errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from sqlalchemy import Engine
+
+from ingest.pipeline import ingest_bytes, ingest_path
+from perfledger import store
+from perfledger.errors import ParseError, StoreBusy
+from tests.conftest import DATA_DIR, LOGS
+
+MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
+
+
+def test_init_twice_changes_nothing(writable_engine: Engine) -> None:
+    before = store.counts(writable_engine)
+    report = store.init_store(writable_engine, DATA_DIR)
+    assert not report.changed
+    assert store.counts(writable_engine) == before
+
+
+def test_same_file_ingested_twice_is_stored_once(writable_engine: Engine) -> None:
+    first = ingest_path(writable_engine, MEGATRON)
+    second = ingest_path(writable_engine, MEGATRON)
+    assert first.created and not second.created
+    assert second.run_id == first.run_id
+    assert store.counts(writable_engine)["run"] == 1
+    assert store.steps(writable_engine, first.run_id).height == first.steps
+
+
+def test_gzip_and_plain_copies_of_a_log_are_one_run(writable_engine: Engine) -> None:
+    import gzip
+
+    raw = MEGATRON.read_bytes()
+    plain = ingest_bytes(writable_engine, raw, "a.out")
+    zipped = ingest_bytes(writable_engine, gzip.compress(raw), "a.out.gz")
+    assert plain.created and not zipped.created and zipped.run_id == plain.run_id
+
+
+def test_failed_import_leaves_no_partial_run(writable_engine: Engine) -> None:
+    before = store.counts(writable_engine)
+    good = MEGATRON.read_bytes()
+    with pytest.raises(ParseError):
+        ingest_bytes(writable_engine, good + b"\x1f\x8b garbage", "x.out", limit=len(good) // 2)
+    assert store.counts(writable_engine) == before
+
+
+def test_garbage_file_is_refused_naming_the_file(writable_engine: Engine) -> None:
+    with pytest.raises(ParseError, match=r"^junk\.bin: not a log format perfledger reads \(known: mlperf"):
+        ingest_bytes(writable_engine, bytes(range(256)) * 10, "junk.bin")
+    assert store.counts(writable_engine)["run"] == 0
+
+
+def test_run_steady_state_is_stored_with_its_rule(writable_engine: Engine) -> None:
+    outcome = ingest_path(writable_engine, MEGATRON)
+    row = store.run(writable_engine, outcome.run_id)
+    assert row is not None and row.summary is not None
+    assert row.summary["rule"]["warmup_fraction"] == 0.1
+    listed = store.runs(writable_engine)
+    assert listed["tokens_per_s_per_device"][0] == pytest.approx(row.summary["tokens_per_s_per_device"])
+    measured = store.results(writable_engine, run_id=outcome.run_id)
+    assert "tokens_per_s_per_device" in measured["metric"].to_list()
+
+
+def test_delete_run_removes_steps_and_results(writable_engine: Engine) -> None:
+    outcome = ingest_path(writable_engine, MEGATRON)
+    assert store.delete_run(writable_engine, outcome.run_id)
+    assert store.steps(writable_engine, outcome.run_id).height == 0
+    assert store.results(writable_engine, run_id=outcome.run_id).height == 0
+
+
+def test_writer_meeting_the_duckdb_lock_says_who_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "locked.duckdb"
+    engine = store.engine_from_url(f"duckdb:///{db}")
+    store.create_schema(engine)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb,time; c=duckdb.connect({str(db)!r}); print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("PERFLEDGER_LOCK_WAIT_S", "1")
+        with pytest.raises(StoreBusy, match=r"the store is busy, held by .*PID"):
+            store.counts(engine)
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert store.counts(engine)["run"] == 0  # released: usable again at once
+
+
+def test_results_frame_has_schema_dtypes_on_an_empty_store(empty_engine: Engine) -> None:
+    frame = store.results(empty_engine)
+    assert frame.height == 0
+    assert frame.schema["value"] == pl.Float64 and frame.schema["n_devices"] == pl.Int64
+
+
+def test_ingested_at_is_passed_in_not_read_from_the_clock(writable_engine: Engine) -> None:
+    from ingest.pipeline import ingest_stream
+
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with MEGATRON.open("rb") as fh:
+        outcome = ingest_stream(writable_engine, fh, MEGATRON.name, now=when)
+    row = store.run(writable_engine, outcome.run_id)
+    assert row is not None and row.ingested_at.replace(tzinfo=UTC) == when
