@@ -103,9 +103,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def audit_frame(engine: Any) -> Any:
-    from perfledger.calc.audit import audit_claims
+    from perfledger import views
 
-    return audit_claims(store.results(engine), store.models(engine), store.accelerators(engine))
+    return views.audit_table(views.AuditView(), engine)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from perfledger.errors import InvalidInput
 
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_MFU_CEILING = 0.70
+VERDICTS = ("consistent", "inconsistent", "unchecked")
 MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
               "precision", "framework_version", "tp", "pp", "cp", "ep")
 

@@ -1,0 +1,27 @@
+"""perfledger dashboard: the frame and router. Run with `streamlit run app.py`.
+
+st.navigation runs on every run, before any other output; each page is a thin view in screens/.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perfledger import store
+from screens import DEFAULT_SLUG, PAGES
+from screens._ui import settings
+
+st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
+
+navigation = st.navigation(
+    [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug, default=p.slug == DEFAULT_SLUG) for p in PAGES]
+)
+
+with st.sidebar:
+    st.caption("Store in use")
+    st.code(store.mask_url(settings().db_url), language=None, wrap_lines=True)
+    if settings().read_only:
+        st.badge("read-only", icon=":material/lock:", color="orange")
+    st.caption("Every derived figure is recomputed by `perfledger.calc`; each table downloads as CSV.")
+
+navigation.run()

@@ -1,0 +1,133 @@
+"""Frame -> alt.Chart builders; no data access. Every accelerator keeps one colour on every chart."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+ACCELERATOR_COLOURS: dict[str, str] = {
+    "a100-40gb": "#9ccc65", "a100-80gb": "#76b900", "a800-80gb": "#558b2f", "v100-32gb": "#c5e1a5",
+    "h100-sxm": "#1b5e20", "h100-pcie": "#2e7d32", "h800": "#33691e", "h200": "#004d40", "gh200": "#00695c",
+    "b200": "#0277bd", "b300": "#01579b", "gb200": "#1565c0", "gb300": "#0d47a1",
+    "mi250": "#e53935", "mi250x": "#c62828", "mi300x": "#b71c1c", "mi355x": "#880e4f",
+    "gaudi2": "#1e88e5", "gaudi3": "#1976d2", "cs-2": "#f57c00", "sn30": "#8e24aa", "bow-ipu": "#6d4c41",
+    "tpu-v4": "#fbc02d", "tpu-v5e": "#f9a825", "tpu-v5p": "#f57f17",
+}
+_FALLBACK = "#78909c"
+
+
+def accelerator_scale(ids: list[str]) -> alt.Scale:
+    """A colour scale fixing each accelerator id to its colour (unknown ids are grey)."""
+    domain = sorted({i for i in ids if i})
+    return alt.Scale(domain=domain, range=[ACCELERATOR_COLOURS.get(i, _FALLBACK) for i in domain])
+
+
+def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt.Color:
+    return alt.Color(f"{column}:N", scale=accelerator_scale(frame[column].drop_nulls().to_list()), title=title)
+
+
+def speedup_bars(frame: pl.DataFrame) -> alt.Chart:
+    """Speedup (x) per model, computed and stored side by side, with a rule at 1x."""
+    data = frame.filter(pl.col("speedup (x)").is_not_null()).with_columns(
+        pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
+    )
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", title=None, sort=None),
+        x=alt.X("speedup (x):Q", title="speedup (x)"),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom")),
+        yOffset="kind:N",
+        tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats"],
+    )
+    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("speedup (x):Q", format=".1f"), color=alt.value("#333"))
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(x="x:Q")
+    return (bars + text + one).properties(height=alt.Step(16))
+
+
+def accelerator_bars(frame: pl.DataFrame, title: str) -> alt.Chart:
+    data = frame.filter(pl.col("normalized").is_not_null()).with_columns(
+        pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?") + pl.lit(" dev"),
+                       pl.col("precision").fill_null("?"), pl.col("source").fill_null("?"),
+                       pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
+    )
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title=None),
+        x=alt.X("normalized:Q", title=title),
+        color=_colour(data, "accelerator"),
+        tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
+                 alt.Tooltip("normalized:Q", format=",.4g"), "source"],
+    ).properties(height=alt.Step(14))
+
+
+def scaling_lines(frame: pl.DataFrame) -> alt.Chart:
+    """Throughput vs devices per series, with each series' ideal-linear line dashed."""
+    data = frame.filter(pl.col("throughput (tokens/s, all devices)").is_not_null())
+    base = alt.Chart(data).encode(
+        x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices"),
+        detail="series:N",
+    )
+    measured = base.mark_line(point=True).encode(
+        y=alt.Y("throughput (tokens/s, all devices):Q", scale=alt.Scale(type="log"), title="tokens/s (all devices)"),
+        color=_colour(data, "accelerator"),
+        tooltip=["series", "devices", alt.Tooltip("throughput (tokens/s, all devices):Q", format=",.0f"),
+                 alt.Tooltip("scaling efficiency:Q", format=".1%")],
+    )
+    ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
+        y="ideal linear (tokens/s):Q", color=_colour(data, "accelerator")
+    )
+    return (ideal + measured).properties(height=380)
+
+
+def efficiency_bars(frame: pl.DataFrame) -> alt.Chart:
+    data = frame.filter(pl.col("scaling efficiency").is_not_null(), pl.col("kind").str.starts_with("stored")).with_columns(
+        pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
+    )
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title=None),
+        x=alt.X("scaling efficiency:Q", axis=alt.Axis(format="%"), title="scaling efficiency (stored)"),
+        color=_colour(data, "accelerator"),
+        tooltip=["accelerator", "model", "devices", alt.Tooltip("scaling efficiency:Q", format=".1%"), "baseline", "source"],
+    ).properties(height=alt.Step(18))
+
+
+def ratio_bars(frame: pl.DataFrame) -> alt.Chart:
+    data = frame.with_columns(
+        pl.concat_str([pl.col("accelerator").fill_null("?"), pl.col("model").fill_null("?"), pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
+    )
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title=None),
+        x=alt.X("value:Q", title="stored ratio (x)"),
+        color=_colour(data, "accelerator"),
+        tooltip=["model", "accelerator", "devices", "value", "baseline", "source"],
+    ).properties(height=alt.Step(18))
+
+
+def time_vs_devices(frame: pl.DataFrame) -> alt.Chart:
+    base = alt.Chart(frame).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices"))
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("time (days):Q", scale=alt.Scale(type="log"), title="time to train (days)"),
+        tooltip=["devices", alt.Tooltip("time (days):Q", format=",.2f"), alt.Tooltip("time (h):Q", format=",.1f"),
+                 alt.Tooltip("cost (USD):Q", format="$,.0f")],
+    )
+    chosen = base.transform_filter("datum.chosen").mark_point(size=140, filled=True, color="#d62728").encode(y="time (days):Q")
+    return (line + chosen).properties(height=320)
+
+
+def step_times(frame: pl.DataFrame) -> alt.Chart:
+    """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
+    colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
+    return alt.Chart(frame).mark_circle(size=18).encode(
+        x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
+        color=alt.Color("phase:N", scale=colours), tooltip=["step", "step_time_s", "phase"],
+    ).properties(height=280)
+
+
+def loss_curve(frame: pl.DataFrame) -> alt.Chart:
+    return alt.Chart(frame.filter(pl.col("loss").is_not_null())).mark_line().encode(
+        x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
+    ).properties(height=220)
+
+
+def count_bars(frame: pl.DataFrame, column: str) -> alt.Chart:
+    return alt.Chart(frame.head(25)).mark_bar().encode(
+        y=alt.Y(f"{column}:N", sort="-x", title=None), x=alt.X("result rows:Q"), tooltip=[column, "result rows", "sources"]
+    ).properties(height=alt.Step(18))

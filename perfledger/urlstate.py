@@ -1,0 +1,147 @@
+"""URL query <-> typed view state, generically, for frozen dataclasses whose fields say their URL key.
+
+A field declares its short key (and optionally its allowed choices or bounds) with `key(...)`; its type
+(str, int, float, bool, tuple[str, ...]) decides how it is written and read. Defaults are left out of the
+URL; a malformed or unknown value falls back to the field's default and adds a sentence to `problems`.
+Pure: no Streamlit here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, Field, field, fields, replace
+from typing import Any, TypeVar, get_type_hints
+
+T = TypeVar("T")
+
+QueryLike = Mapping[str, str] | Mapping[str, list[str]] | Iterable[tuple[str, str]]
+
+
+def key(
+    short: str,
+    default: Any,
+    *,
+    choices: tuple[str, ...] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    label: str = "",
+) -> Any:
+    """A dataclass field stored under URL key `short` (choices/bounds are checked when read)."""
+    meta = {"key": short, "choices": choices, "low": low, "high": high, "label": label or short}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use a tuple for sequence defaults")
+    return field(default=default, metadata=meta)
+
+
+def problems_field() -> Any:
+    """The `problems` field every view state carries: sentences about values that were ignored."""
+    return field(default=(), compare=False, repr=False, metadata={"key": None})
+
+
+def _url_fields(cls: type) -> list[tuple[Field[Any], Any]]:
+    hints = get_type_hints(cls)
+    return [(f, hints[f.name]) for f in fields(cls) if f.metadata.get("key")]
+
+
+def normalise(query: QueryLike) -> dict[str, str]:
+    """The last value per key, whatever shape the query arrived in (st.query_params, parse_qsl, dict)."""
+    items = query.items() if isinstance(query, Mapping) else query
+    out: dict[str, str] = {}
+    for k, v in items:
+        out[str(k)] = str(v[-1] if isinstance(v, list) and v else ("" if isinstance(v, list) else v))
+    return out
+
+
+def encode(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def decode(raw: str, typ: Any) -> Any:
+    """The value of `raw` read as `typ`; ValueError with a plain reason when it is not one."""
+    if typ is bool:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("should be 1 or 0")
+    if typ is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError("should be a whole number") from None
+    if typ is float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError("should be a number") from None
+        if not math.isfinite(value):
+            raise ValueError("should be a finite number")
+        return value
+    if typ == tuple[str, ...]:
+        return tuple(raw.split(",")) if raw else ()
+    return raw
+
+
+def _check(f: Field[Any], value: Any) -> None:
+    choices = f.metadata.get("choices")
+    items = value if isinstance(value, tuple) else (value,)
+    if choices is not None and any(v not in choices for v in items):
+        raise ValueError(f"should be one of {', '.join(choices)}")
+    low, high = f.metadata.get("low"), f.metadata.get("high")
+    if low is not None and value < low:
+        raise ValueError(f"should be at least {encode(low)}")
+    if high is not None and value > high:
+        raise ValueError(f"should be at most {encode(high)}")
+
+
+def from_query(cls: type[T], query: QueryLike) -> T:
+    """An instance of `cls` from a URL query; bad values become defaults plus a sentence in `problems`."""
+    q = normalise(query)
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for f, typ in _url_fields(cls):
+        short = f.metadata["key"]
+        if short not in q:
+            continue
+        try:
+            value = decode(q[short], typ)
+            _check(f, value)
+        except ValueError as exc:
+            default = f.default if f.default is not MISSING else None
+            problems.append(f"{short}={q[short]!r} {exc}; showing {encode(default) or 'the default'} instead.")
+            continue
+        values[f.name] = value
+    known = {f.metadata["key"] for f, _ in _url_fields(cls)}
+    unknown = sorted(k for k in q if k not in known)
+    if unknown:
+        problems.append(f"Ignored unknown link parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
+    return replace(cls(), **values, problems=tuple(problems))  # type: ignore[call-arg,type-var]
+
+
+def to_query(state: Any) -> dict[str, str]:
+    """The URL query for `state`: short keys, defaults left out, in field order."""
+    out: dict[str, str] = {}
+    for f, _ in _url_fields(type(state)):
+        value = getattr(state, f.name)
+        if value != f.default:
+            out[f.metadata["key"]] = encode(value)
+    return out
+
+
+def query_string(state: Any) -> str:
+    """`to_query` as an encoded query string (no leading '?'), for links and the CLI."""
+    from urllib.parse import urlencode
+
+    return urlencode(to_query(state), safe=",")
+
+
+def url_keys(cls: type) -> dict[str, str]:
+    """field name -> URL key, for tests and docs."""
+    return {f.name: f.metadata["key"] for f, _ in _url_fields(cls)}

@@ -1,0 +1,100 @@
+"""Runs: ingested logs, one run's steps and steady state, two runs compared, and upload."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import replace
+
+import streamlit as st
+
+from ingest import pipeline
+from perfledger import charts, store, views
+from perfledger.errors import PerfledgerError
+from perfledger.records import RunConfig
+from screens import _ui
+
+SLUG = "runs"
+FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
+           "step_time_s_median": "%.3f"}
+db = _ui.engine()
+state = _ui.page_state(SLUG)
+cfg = _ui.settings()
+st.title("Runs")
+
+
+def upload_panel() -> None:
+    """Upload -> preview -> commit; hidden when read-only, token-guarded when a token is set."""
+    if cfg.read_only:
+        return
+    with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
+        if cfg.upload_token and not hmac.compare_digest(st.text_input("Upload token", type="password", key="ru_tok"), cfg.upload_token):
+            st.caption("Writing is protected: enter the upload token.")
+            return
+        f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf… (gzip ok, up to {cfg.max_upload_mb} MB)", key="ru_file")
+        if f is None:
+            return
+        raw, limit = f.getvalue(), cfg.max_upload_mb * 1024 * 1024
+        try:
+            pre = pipeline.preview(raw, f.name, RunConfig(), engine=db, limit=limit)
+        except PerfledgerError as exc:
+            _ui.render_error(exc)
+        st.markdown(f"**{pre.format}** · {pre.steps:,} steps · {pre.skipped_lines} lines skipped")
+        st.json(pre.summary.steady_state_json(), expanded=False)
+        for w in pre.summary.warnings:
+            st.warning(w)
+        if pre.run_id is not None:
+            st.info(f"These bytes are already stored as run {pre.run_id}.")
+        elif st.button("Store this run", type="primary", key="ru_commit"):
+            try:
+                out = pipeline.commit(db, raw, f.name, RunConfig(), limit=limit)
+            except PerfledgerError as exc:
+                _ui.render_error(exc)
+            st.query_params.from_dict({"run": str(out.run_id)})
+            st.rerun()
+
+
+upload_panel()
+_ui.stop_if_empty(db)
+runs = views.table(SLUG, replace(state, run=0, vs=0), db)
+if runs.height == 0:
+    st.info("No runs ingested yet: upload a log above, or run `python -m ingest FILE` on the cluster.")
+    st.stop()
+
+if not state.run:
+    st.subheader(state.describe())
+    _ui.show_table(runs, FORMATS, key="runs_table")
+    st.caption("Open a run: add ?run=ID to the link, or pick one:")
+    for rid in runs["id"].to_list()[:20]:
+        st.page_link("screens/runs.py", label=f"run {rid}", query_params={"run": str(rid)})
+    _ui.download(SLUG, state, db)
+    st.stop()
+
+ids = runs["id"].to_list()
+c1, c2, c3, c4 = st.columns(4)
+state = replace(state,
+                run=int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key="ru_run")),
+                vs=int(c2.selectbox("Compare with", [0, *ids], index=([0, *ids].index(state.vs) if state.vs in ids else 0), key="ru_vs",
+                                    format_func=lambda i: "—" if i == 0 else f"run {i}")),
+                warmup_fraction=float(c3.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01, key="ru_wf")))
+first, last = c4.number_input("Window first step (-1 = rule)", -1, value=state.first, key="ru_w0"), state.last
+state = replace(state, first=int(first))
+_ui.keep_in_url(state)
+st.subheader(state.describe())
+
+steps = _ui.compute(SLUG, state, db)
+summary = views.run_summary(state, db, state.run)
+m = st.columns(4)
+m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls", delta_color="off")
+m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
+m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
+m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
+st.caption(summary.rule.describe())
+st.altair_chart(charts.step_times(steps), width="stretch")
+st.altair_chart(charts.loss_curve(steps), width="stretch")
+st.markdown("**Nearest published claims** for the same model and accelerator")
+_ui.show_table(views.nearest_claims(db, state.run), key="runs_claims")
+if state.vs:
+    st.markdown(f"**Config diff: run {state.run} vs run {state.vs}**")
+    _ui.show_table(views.config_diff(db, state.run, state.vs), key="runs_diff")
+_ui.download(SLUG, state, db)
+_ui.show_formula(views.FORMULAS_BY_PAGE[SLUG])

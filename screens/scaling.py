@@ -1,0 +1,45 @@
+"""Scaling: throughput vs devices with the ideal line and efficiency; sensitivity studies as stored ratios."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from perfledger import charts, store, views
+from screens import _ui
+
+SLUG = "scaling"
+FORMATS = {"value": "%,.3g", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
+           "scaling efficiency": "percent"}
+db = _ui.engine()
+state = _ui.page_state(SLUG)
+st.title("Scaling and sensitivity")
+_ui.stop_if_empty(db)
+
+section = st.segmented_control("Section", ("scaling", "sensitivity"), default=state.section, key="sc_s",
+                               format_func={"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}.get)
+c1, c2 = st.columns(2)
+state = replace(state, section=section or state.section,
+                models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key="sc_m"),
+                accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators, key="sc_a"))
+_ui.keep_in_url(state)
+st.subheader(state.describe())
+
+table = _ui.compute(SLUG, state, db)
+if table.height == 0:
+    st.info("No stored rows for this selection; clear a filter.")
+    st.stop()
+computed = views.rows_of_kind(table, "computed")
+if state.section == "scaling" and computed.height:
+    st.markdown("**Throughput vs devices** (dashed: ideal linear from each series' smallest device count)")
+    st.altair_chart(charts.scaling_lines(computed), width="stretch")
+stored = views.rows_of_kind(table, "stored")
+if stored.height:
+    st.markdown("**Stored (published) figures**, each with the baseline the source names")
+    chart = charts.efficiency_bars(stored) if state.section == "scaling" else charts.ratio_bars(stored)
+    st.altair_chart(chart, width="stretch")
+_ui.show_table(table, FORMATS, key="scaling_table")
+_ui.download(SLUG, state, db)
+_ui.show_formula(views.FORMULAS_BY_PAGE[SLUG], views.input_rows(table, db),
+                 note="Computed efficiencies use each series' smallest device count as the base; stored ones are as published.")

@@ -1,0 +1,67 @@
+"""Real DuckDB stores for the page tests: one seeded from data/ per session, one empty."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from streamlit.testing.v1 import AppTest
+
+from perfledger import store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("seeded") / "perfledger.duckdb"
+    store.init_store(store.engine_from_url(f"duckdb:///{path}"), ROOT / "data")
+    return path
+
+
+@pytest.fixture()
+def seeded_url(seeded_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A per-test copy of the seeded store, set as PERFLEDGER_DB_URL (AppTest runs in this process)."""
+    copy = tmp_path / "perfledger.duckdb"
+    shutil.copy(seeded_db, copy)
+    url = f"duckdb:///{copy}"
+    monkeypatch.setenv("PERFLEDGER_DB_URL", url)
+    return url
+
+
+@pytest.fixture()
+def seeded_engine(seeded_url: str) -> Iterator[Engine]:
+    engine = store.engine_from_url(seeded_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture()
+def empty_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    url = f"duckdb:///{tmp_path / 'empty.duckdb'}"
+    monkeypatch.setenv("PERFLEDGER_DB_URL", url)
+    return url
+
+
+APP = str(ROOT / "app.py")
+
+
+def _open_page(slug: str, query: str | dict[str, str] = "") -> AppTest:
+    """Run app.py, switch to the page registered under `slug`, set the URL query, run again."""
+    from screens import PAGES
+
+    at = AppTest.from_file(APP, default_timeout=30).run()  # st.navigation registers the url_path slugs
+    at.switch_page(next(p.file for p in PAGES if p.slug == slug))
+    params = dict(kv.split("=", 1) for kv in query.split("&")) if isinstance(query, str) and query else dict(query or {})
+    at.query_params.clear()
+    at.query_params.update(params)
+    return at.run()
+
+
+@pytest.fixture()
+def open_page() -> Callable[..., AppTest]:
+    """open_page(slug, query="") -> AppTest after running that page (see _open_page)."""
+    return _open_page

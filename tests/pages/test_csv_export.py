@@ -1,0 +1,52 @@
+"""The page's Download CSV gives exactly the bytes of views.export (what `perfledger export` prints)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from sqlalchemy import Engine
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+from ingest import pipeline
+from perfledger import views
+from screens import PAGES
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+QUERIES = {
+    "overview": "by=accelerator", "speedups": "p=fsdp", "accelerators": "n=mfu&m=llama2-70b,llama2-7b",
+    "scaling": "m=gpt2-xl", "time-to-train": "m=llama2-70b&tok=1000000000&a=h200&n=8&mode=measured&usd=4",
+    "runs": "", "audit": "v=inconsistent", "sources": "src=nv_blog_nemo_h200_2023",
+}
+
+
+@pytest.fixture()
+def downloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """Bytes handed to st.download_button, by file name (a spy on Streamlit's in-memory media store)."""
+    seen: dict[str, bytes] = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def spy(self: MemoryMediaFileStorage, path_or_data: Any, mimetype: str, kind: Any, filename: str | None = None) -> str:
+        if isinstance(path_or_data, bytes) and filename:
+            seen[filename] = path_or_data
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    return seen
+
+
+@pytest.mark.parametrize("slug", [p.slug for p in PAGES])
+def test_page_download_equals_export(slug: str, seeded_engine: Engine, downloads: dict[str, bytes], open_page: Callable[..., AppTest]) -> None:
+    query = QUERIES[slug]
+    if slug == "runs":  # a real log, ingested through the same pipeline as an upload
+        outcome = pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
+        query = f"run={outcome.run_id}&wf=0.2"
+    at = open_page(slug, query)
+    assert not at.exception, at.exception
+    expected = views.export(slug, query, seeded_engine, "csv")
+    assert downloads[f"perfledger-{slug}.csv"] == expected
+    assert expected.count(b"\n") >= 1  # a header row, even with no data rows
