@@ -33,16 +33,19 @@ def detect_format(head: str, *, file_name: str) -> type[LogParser]:
     raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
 
 
-def detect_file(path: Path) -> type[LogParser]:
-    """detect_format on the file's first 64 KiB, then on its first 1 MiB if that said nothing."""
-    with _open(path) as stream:
-        raw = stream.read(WIDE_HEAD_BYTES)
+def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:
+    """detect_format on the first 64 KiB of `raw`, then on all of it (up to 1 MiB) if that said nothing."""
     try:
-        return detect_format(head_text(raw[:HEAD_BYTES]), file_name=path.name)
+        return detect_format(head_text(raw[:HEAD_BYTES]), file_name=file_name)
     except UnknownFormat:
         if len(raw) <= HEAD_BYTES:
             raise
-        return detect_format(clean_text(decode(raw)), file_name=path.name)
+        return detect_format(clean_text(decode(raw[:WIDE_HEAD_BYTES])), file_name=file_name)
+
+
+def detect_file(path: Path) -> type[LogParser]:
+    with _open(path) as stream:
+        return detect_head(stream.read(WIDE_HEAD_BYTES), file_name=path.name)
 
 
 def parse_file(path: Path) -> tuple[ParseSummary, pl.DataFrame]:

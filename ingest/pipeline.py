@@ -11,7 +11,7 @@ import gzip
 import hashlib
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -19,12 +19,12 @@ from typing import Any, BinaryIO
 import polars as pl
 from sqlalchemy import Engine
 
-from ingest.parsers import registry
+from ingest.detect import WIDE_HEAD_BYTES, detect_head
 from ingest.parsers.base import LogParser
 from ingest.summary import RunSummary, resolve_config, summarize
-from ingest.text import HEAD_BYTES, clean_text, decode, iter_line_chunks
+from ingest.text import iter_line_chunks
 from perfledger import store
-from perfledger.errors import FileTooLarge, ParseError, PerfledgerError, UnknownFormat
+from perfledger.errors import FileTooLarge, ParseError
 from perfledger.records import ParseSummary, RunConfig, SaveResult
 from perfledger.vocabulary import LogFormat
 
@@ -52,15 +52,6 @@ class IngestOutcome:
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "results": self.summary.results_json()}
-
-
-def detect_parser(head: str, *, file_name: str) -> type[LogParser]:
-    """The first registered parser whose sniff() accepts the head of the file."""
-    for parser in registry():
-        if parser.sniff(head, file_name):
-            return parser
-    known = ", ".join(fmt.value for fmt in LogFormat)
-    raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
 
 
 # ------------------------------------------------------------------------------------------ streams
@@ -130,7 +121,6 @@ class _Run:
     file_name: str
     limited: _Limited
     parser: LogParser
-    head: str
     on_progress: Callable[[int], None] | None = None
     steady_frames: list[pl.DataFrame] = field(default_factory=list)
     parsed: ParseSummary | None = None
@@ -163,15 +153,14 @@ def _start(raw: BinaryIO, file_name: str, limit: int | None,
            on_progress: Callable[[int], None] | None) -> tuple[_Run, BinaryIO]:
     limited = _Limited(_open_content(raw, file_name), file_name, limit)
     try:
-        stream = io.BufferedReader(limited, buffer_size=1 << 20)
-        head_bytes = stream.peek(HEAD_BYTES)[:HEAD_BYTES]
+        stream = io.BufferedReader(limited, buffer_size=WIDE_HEAD_BYTES)
+        head_bytes = stream.peek(WIDE_HEAD_BYTES)[:WIDE_HEAD_BYTES]
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
     if not head_bytes.strip():
         raise ParseError(file_name, None, "the file is empty")
-    head = clean_text(decode(head_bytes))
-    parser_cls = detect_parser(head, file_name=file_name)
-    return _Run(file_name, limited, parser_cls(file_name), head, on_progress), stream
+    parser_cls = detect_head(head_bytes, file_name=file_name)
+    return _Run(file_name, limited, parser_cls(file_name), on_progress), stream
 
 
 def _guarded(run: _Run, stream: BinaryIO) -> Iterator[pl.DataFrame]:
@@ -274,9 +263,4 @@ def _outcome(run: _Run, summary: RunSummary, run_id: int | None, created: bool, 
     )
 
 
-def describe_error(exc: PerfledgerError) -> str:
-    return str(exc)
-
-
-__all__ = ["IngestOutcome", "commit", "detect_parser", "ingest_bytes", "ingest_path", "ingest_stream", "preview",
-           "replace"]
+__all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "preview"]

@@ -107,6 +107,8 @@ def _row(frame_fn: Any, engine: Engine | None, ident: str | None) -> dict[str, A
 
 
 def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelShape | None:
+    if (config.num_experts or 0) > 1 and model_row is None:
+        return None  # the log's ffn_hidden_size is the dense FFN; expert FFN sizes are not in RunConfig
     if config.num_layers and config.hidden_size and config.num_attention_heads and config.ffn_hidden_size \
             and config.vocab_size:
         return fl.ModelShape(layers=config.num_layers, hidden=config.hidden_size, heads=config.num_attention_heads,
@@ -145,6 +147,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame, engi
         why["model_tflops_per_device"] = "needs tokens/s per device" if f else why.get("flops_per_token", "")
     mfu, peak = _mfu(tflops, acc_row, config, why)
     reported = _reported(window, tps_dev, tflops, mfu)
+    if shape is not None and seq_len and tps_dev:
+        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev)
     for key, reason in why.items():
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
@@ -192,8 +196,11 @@ def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, wind
 
 def _flops(shape: fl.ModelShape | None, seq_len: Any, config: RunConfig, why: dict[str, str]) -> float | None:
     if shape is None:
-        why["flops_per_token"] = (f"model {config.model!r} has no architecture in the catalog" if config.model
-                                  else "the model is unknown (pass --model)")
+        if (config.num_experts or 0) > 1 and not config.model:
+            why["flops_per_token"] = "a mixture-of-experts model not in the catalog (pass --model)"
+        else:
+            why["flops_per_token"] = (f"model {config.model!r} has no architecture in the catalog" if config.model
+                                      else "the model is unknown (pass --model)")
         why["model_tflops_per_device"] = why["flops_per_token"]
         return None
     if not seq_len:
@@ -234,6 +241,35 @@ def _reported(window: pl.DataFrame, tps: float | None, tflops: float | None, mfu
         if ours:
             out[column.replace("reported_", "diff_")] = (ours - theirs) / theirs if theirs else None
     return out
+
+
+def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float) -> None:
+    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs formula that matches it.
+
+    Frameworks changed their counting (Megatron-LM halved attention for the causal mask in 2025-03, NeMo in
+    2025-08), so a difference is usually a convention, not a measurement error.
+    """
+    diff = reported.get("diff_tflops_per_device")
+    theirs = reported.get("reported_tflops_per_device")
+    if diff is None or theirs is None or abs(diff) <= 0.02:
+        return
+    candidates = []
+    for name in fl.FORMULAS:
+        try:
+            ours = m.model_tflops(tps, fl.flops_per_token(shape, seq_len, name))
+        except InvalidInput:
+            continue
+        candidates.append((abs(ours - theirs) / theirs, name, ours))
+    if not candidates:
+        return
+    gap, name, ours = min(candidates)
+    if gap <= 0.02:
+        reported["explained_by_formula"] = name
+        reported["explanation"] = (f"the log counts FLOPs as '{fl.FORMULA_TITLES[name]}': {ours:.1f} TFLOP/s under "
+                                   f"that formula, {gap:.1%} from the log's {theirs:g}")
+    else:
+        reported["explanation"] = (f"no FLOPs formula reproduces the log's {theirs:g} TFLOP/s within 2% "
+                                   f"(closest: {name}, {ours:.1f}); check the architecture the log states")
 
 
 def _resolved_result(record: ResultRecord) -> ResultRecord:
