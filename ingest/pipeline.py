@@ -188,7 +188,7 @@ def ingest_stream(engine: Engine, raw: BinaryIO, file_name: str, overrides: RunC
                   now: datetime | None = None) -> IngestOutcome:
     """Parse `raw` and store it as one run in one transaction (idempotent by content hash)."""
     run, stream = _start(raw, file_name, limit, on_progress)
-    header = store.RunHeader(format=run.parser.format.value, file_name=file_name,
+    header = store.RunHeader(format=run.parser.format.value, file_name=Path(file_name).name,
                              ingested_at=now or datetime.now(UTC))
     holder: dict[str, RunSummary] = {}
 

@@ -72,10 +72,33 @@ def cmd_init(args: argparse.Namespace, *, rebuild: bool = False) -> int:
     added = ", ".join(f"{n} {table}" for table, n in report.inserted.items())
     print(f"{where}: {'rebuilt' if rebuild else 'initialised'}; added {added}" if report.changed
           else f"{where}: already up to date; nothing added")
+    demo = _ingest_demo_runs(engine, data_dir)
+    if demo:
+        print(f"{where}: added {demo} demo runs from {data_dir / 'logs'}")
     for u in report.unresolved:
         print(f"unresolved: {u.file}:{u.line}: {u.kind} {u.name!r} (nearest: {', '.join(u.nearest) or 'none'}); "
               "row kept with no id", file=sys.stderr)
     return 0
+
+
+def _ingest_demo_runs(engine: Any, data_dir: Path) -> int:
+    """Ingest the sample logs listed in data/logs/manifest.csv (idempotent: same bytes, same run)."""
+    import csv
+
+    from ingest.pipeline import ingest_path  # the CLI is the edge where the two packages meet
+    from perfledger.records import RunConfig
+
+    manifest = data_dir / "logs" / "manifest.csv"
+    if not manifest.exists():
+        return 0
+    added = 0
+    with manifest.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            overrides = RunConfig(model=row["model"] or None, accelerator=row["accelerator"] or None,
+                                  n_devices=int(row["devices"]) if row["devices"] else None,
+                                  precision=row["precision"] or None)
+            added += ingest_path(engine, data_dir / "logs" / row["file"], overrides).created
+    return added
 
 
 def cmd_calc(args: argparse.Namespace) -> int:
