@@ -2,7 +2,8 @@
 
 Two checks per `model_tflops_per_device` claim:
 1. consistency: recomputed = tokens_per_s_per_device (same source and configuration) x FLOPs per token / 1e12;
-   rel_diff = (reported - recomputed) / recomputed; consistent when |rel_diff| <= tolerance.
+   rel_diff = (reported - recomputed) / recomputed; consistent when |rel_diff| <= tolerance; "other convention"
+   when only another named FLOPs formula reproduces it (NVIDIA halved causal attention in 2025).
    Without a tokens/s row of its own, the claim is matched against every other source's tokens/s row for the
    same model and accelerator, and the rows that reproduce it are named (the "797 per H100" case).
 2. plausibility: mfu = reported / dense peak of the stated precision (bf16 when unstated); above the ceiling
@@ -25,9 +26,9 @@ from perfledger.errors import InvalidInput
 
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_MFU_CEILING = 0.70
-VERDICTS = ("consistent", "inconsistent", "unchecked")
+VERDICTS = ("consistent", "other convention", "inconsistent", "unchecked")
 MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
-              "precision", "framework_version", "tp", "pp", "cp", "ep")
+              "precision", "framework_version", "workload", "strategy", "tp", "pp", "cp", "ep")
 
 AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
@@ -121,8 +122,26 @@ def _consistency(claim: Mapping[str, Any], throughput: pl.DataFrame, shapes: Map
         row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best}
         if pairs.height > 1:
             notes.append(f"{pairs.height} tokens/s rows share this configuration; the closest was used")
-        return "consistent" if abs(diff) <= rule.tolerance else "inconsistent"
+        if abs(diff) <= rule.tolerance:
+            return "consistent"
+        return _other_convention(claim, best, shapes, rule, notes)
     return _match_elsewhere(claim, throughput, f, rule, row, notes)
+
+
+def _other_convention(claim: Mapping[str, Any], tps: float, shapes: Mapping[str, Mapping[str, Any]],
+                      rule: AuditRule, notes: list[str]) -> str:
+    """Frameworks changed how they count FLOPs; a claim that matches another named formula says which."""
+    for name in fl.FORMULAS:
+        if name == rule.formula:
+            continue
+        f = _flops_for(claim, shapes, AuditRule(rule.tolerance, rule.mfu_ceiling, name))
+        if f is None:
+            continue
+        diff = relative_difference(claim["value"], m.model_tflops(tps, f))
+        if abs(diff) <= rule.tolerance:
+            notes.append(f"reproduced within {abs(diff):.1%} by the '{fl.FORMULA_TITLES[name]}' FLOPs count instead")
+            return "other convention"
+    return "inconsistent"
 
 
 def _match_elsewhere(claim: Mapping[str, Any], throughput: pl.DataFrame, f: float, rule: AuditRule,
