@@ -7,6 +7,7 @@ PostgreSQL; JSON travels as Text so both engines store the same bytes.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -87,7 +88,7 @@ run = Table(
     Column("content_sha256", String(64), nullable=False, unique=True),
     Column("format", String, nullable=False),
     Column("file_name", Text, nullable=False),
-    Column("file_bytes", Integer),
+    Column("file_bytes", BigInteger),  # logs over 2 GiB exist
     Column("ingested_at", DateTime(timezone=True), nullable=False),
     Column("config", Text, nullable=False),  # JSON: RunConfig.stated() plus format extras
     Column("warnings", Text, nullable=False),  # JSON list of sentences

@@ -5,6 +5,7 @@ A value that does not fit its setting's type is an InvalidSetting naming the var
 
 from __future__ import annotations
 
+import hmac
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ class Settings:
     max_upload_mb: int
     data_dir: Path
     lock_wait_s: int
+
+    def may_write_with(self, token: str) -> bool:
+        """Whether `token` unlocks writing from the dashboard: always without a configured token, else a
+        constant-time comparison of the UTF-8 bytes (hmac refuses non-ASCII str, and timing must not leak)."""
+        if not self.upload_token:
+            return True
+        return hmac.compare_digest(token.encode(), self.upload_token.encode())
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

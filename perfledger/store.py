@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import sqlalchemy as sa
 from sqlalchemy import Connection, Engine
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.pool import NullPool
 
@@ -167,8 +166,20 @@ def _insert_missing(conn: Connection, table: sa.Table, rows: Sequence[Mapping[st
     existing = set(conn.execute(sa.select(table.c.id)).scalars())
     fresh = [dict(r) for r in rows if r["id"] not in existing]
     if fresh:
-        conn.execute(sa.insert(table), fresh)
+        conn.execute(_insert_new(conn, table), fresh)
     return len(fresh)
+
+
+def _insert_new(conn: Connection, table: sa.Table) -> sa.Insert:
+    """An INSERT that, on PostgreSQL, skips a row another writer committed since we looked (same key).
+
+    DuckDB has one writer at a time (its file lock), so there the plain INSERT cannot meet such a row.
+    """
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    return sa.insert(table)
 
 
 def result_row_key(record: ResultRecord) -> str:
@@ -190,7 +201,7 @@ def _insert_results(conn: Connection, records: Sequence[ResultRecord]) -> int:
     existing = set(conn.execute(sa.select(schema.result.c.row_key)).scalars())
     fresh = [row for key, row in rows.items() if key not in existing]
     if fresh:
-        conn.execute(sa.insert(schema.result), fresh)
+        conn.execute(_insert_new(conn, schema.result), fresh)
     return len(fresh)
 
 
@@ -330,26 +341,33 @@ def _insert_steps(conn: Connection, run_id: int, batch: pl.DataFrame) -> int:
     if batch.height == 0:
         return 0
     frame = batch.select(STEP_COLUMNS).with_columns(pl.lit(run_id, dtype=pl.Int64).alias("run_id"))
-    frame = frame.with_columns(pl.col(pl.Float64).fill_nan(None))
-    if conn.dialect.name == "duckdb":
-        raw = conn.connection.dbapi_connection
-        raw.register("_steps_batch", frame.to_arrow())  # type: ignore[union-attr]
-        cols = ", ".join(("run_id", *STEP_COLUMNS))
-        raw.execute(f"INSERT INTO step ({cols}) SELECT {cols} FROM _steps_batch")  # type: ignore[union-attr]
-        raw.unregister("_steps_batch")  # type: ignore[union-attr]
-    elif conn.dialect.name == "postgresql":
-        _copy_steps_postgres(conn, frame)
-    else:
-        conn.execute(sa.insert(schema.step), frame.to_dicts())
+    frame = frame.with_columns(pl.col(pl.Float64).fill_nan(None))  # a missing figure is NULL on both engines
+    _bulk_insert(conn, schema.step, frame.select("run_id", *STEP_COLUMNS))
     return batch.height
 
 
-def _copy_steps_postgres(conn: Connection, frame: pl.DataFrame) -> None:
-    cols = ("run_id", *STEP_COLUMNS)
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    with cursor.copy(f"COPY step ({', '.join(cols)}) FROM STDIN") as copy:
-        for row in frame.select(cols).iter_rows():
-            copy.write_row(row)
+def _bulk_insert(conn: Connection, table: sa.Table, frame: pl.DataFrame) -> None:
+    """Append `frame` (columns named as `table`'s) in bulk: Arrow on DuckDB, COPY on PostgreSQL."""
+    if frame.height == 0:
+        return
+    quote = conn.dialect.identifier_preparer.quote
+    cols = ", ".join(quote(c) for c in frame.columns)
+    name = quote(table.name)
+    if conn.dialect.name == "duckdb":
+        raw = conn.connection.dbapi_connection
+        view = f"_perfledger_batch_{table.name}"
+        raw.register(view, frame.to_arrow())  # type: ignore[union-attr]
+        try:
+            raw.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM {view}")  # type: ignore[union-attr]
+        finally:
+            raw.unregister(view)  # type: ignore[union-attr]
+    elif conn.dialect.name == "postgresql":
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        with cursor.copy(f"COPY {name} ({cols}) FROM STDIN") as copy:
+            for row in frame.iter_rows():
+                copy.write_row(row)
+    else:
+        conn.execute(sa.insert(table), frame.to_dicts())
 
 
 def delete_run(engine: Engine, run_id: int) -> bool:
@@ -359,6 +377,85 @@ def delete_run(engine: Engine, run_id: int) -> bool:
         conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
         gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount
     return bool(gone)
+
+
+# --------------------------------------------------------------------------------------------- copy
+
+COPY_BATCH_ROWS = 50_000
+
+
+def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
+    """Copy every table of the ledger at `src` into the empty store at `dst`, ids kept; rows per table.
+
+    The destination's tables are created when missing and must hold no row. All writes happen in one
+    transaction on `dst`: the row counts are checked against the source's before it commits (a mismatch is
+    a StoreError and nothing is kept), and the id sequences of `run` and `result` are moved past the copied
+    ids, so the next ingest on the destination does not collide with them.
+    """
+    if not has_schema(src):
+        raise StoreError(mask_url(str(src.url)), "it holds no perfledger tables; nothing to copy")
+    create_schema(dst)
+    held = {t: n for t, n in counts(dst).items() if n}
+    if held:
+        rows = ", ".join(f"{n} {t}" for t, n in held.items())
+        raise StoreError(mask_url(str(dst.url)),
+                         f"the destination already holds rows ({rows}); copy into an empty store")
+    with _connection(src, write=False) as read, _connection(dst, write=True) as write:
+        expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+        for table in schema.TABLES:
+            for frame in _frames_in_batches(read, sa.select(table).order_by(*_copy_order(table))):
+                _bulk_insert(write, table, frame)
+        copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+        if copied != expected:
+            diff = ", ".join(f"{t}: {n} read, {copied[t]} written" for t, n in expected.items() if n != copied[t])
+            raise StoreError(mask_url(str(dst.url)), f"row counts differ after the copy ({diff}); nothing was kept")
+        for table in (schema.run, schema.result):
+            _advance_id_sequence(write, table)
+    return copied
+
+
+def _copy_order(table: sa.Table) -> list[sa.ColumnElement[Any]]:
+    return list(table.primary_key.columns) or [table.c.run_id, table.c.step]
+
+
+def _frames_in_batches(conn: Connection, stmt: sa.Select[Any], size: int = COPY_BATCH_ROWS) -> Iterator[pl.DataFrame]:
+    """A select's rows as frames of at most `size` rows, in schema dtypes, without reading them all at once."""
+    target = {c.name: _polars_type(c) for c in stmt.selected_columns}
+    if conn.dialect.name == "duckdb":
+        reader = conn.execute(stmt).cursor.to_arrow_reader(size)  # type: ignore[union-attr]
+        for batch in reader:
+            yield _cast(pl.from_arrow(batch), target)  # type: ignore[arg-type]
+        return
+    result = conn.execution_options(stream_results=True, yield_per=size).execute(stmt)
+    for part in result.partitions(size):
+        yield pl.DataFrame([tuple(r) for r in part], schema=target, orient="row")
+
+
+def _cast(frame: pl.DataFrame, target: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    return frame.with_columns(
+        pl.col(name).cast(dtype, strict=False) for name, dtype in target.items() if frame.schema[name] != dtype
+    )
+
+
+_SEQUENCE_IN_DEFAULT = re.compile(r"nextval\('([A-Za-z0-9_.]+)'\)")
+
+
+def _advance_id_sequence(conn: Connection, table: sa.Table) -> None:
+    """Move the sequence behind `table.id` past the largest stored id (after rows were inserted with ids)."""
+    top = int(conn.scalar(sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0))) or 0)
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT setval(pg_get_serial_sequence(:t, 'id'), :v, :called)"),
+                     {"t": table.name, "v": max(top, 1), "called": top > 0})
+    elif conn.dialect.name == "duckdb" and top > 0:
+        default = conn.scalar(sa.text("SELECT column_default FROM duckdb_columns() "
+                                      "WHERE table_name = :t AND column_name = 'id'"), {"t": table.name})
+        m = _SEQUENCE_IN_DEFAULT.search(str(default or ""))
+        if m is None:
+            return
+        seq = m.group(1)  # a plain identifier (the pattern allows nothing else)
+        current = int(conn.scalar(sa.text(f"SELECT nextval('{seq}')")) or 0)  # DuckDB has no setval
+        if current < top:
+            conn.execute(sa.text(f"SELECT max(nextval('{seq}')) FROM range({int(top - current)})"))
 
 
 # ------------------------------------------------------------------------------------------ queries
@@ -498,7 +595,8 @@ def run(engine: Engine, run_id: int) -> RunRow | None:
         return None
     data = dict(row)
     return RunRow(
-        **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes", "ingested_at")},
+        **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes")},
+        ingested_at=_utc(data["ingested_at"]),
         n_steps=data["n_steps"],
         skipped_lines=data["skipped_lines"],
         config=json.loads(data["config"] or "{}"),
@@ -555,6 +653,11 @@ def step_times(engine: Engine, run_id: int) -> pl.DataFrame:
     s = schema.step
     stmt = sa.select(s.c.step, s.c.step_time_s, s.c.tokens).where(s.c.run_id == run_id).order_by(s.c.step)
     return query(engine, stmt)
+
+
+def _utc(value: datetime) -> datetime:
+    """The same instant in UTC, whatever time zone the engine's session uses (PostgreSQL: the server's)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def finite_or_none(value: float | None) -> float | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from dataclasses import replace
 
 import streamlit as st
@@ -22,12 +21,34 @@ cfg = _ui.settings()
 st.title("Runs")
 
 
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "—" if value is None else f"{value:{spec}}{unit}"
+
+
+def show_preview(pre: pipeline.IngestOutcome) -> None:
+    """Format, steps and the steady-state figures the run would be stored with; notes as one list."""
+    ss, cfg_ = pre.summary.steady_state_json(), pre.summary.config
+    what = " · ".join(str(cfg_[k]) for k in ("model", "accelerator", "precision") if cfg_.get(k))
+    st.markdown(f"**{pre.format}** log · {pre.steps:,} steps · {pre.skipped_lines:,} lines skipped" + (f" · {what}" if what else ""))
+    m = st.columns(5)
+    m[0].metric("Steady tokens/s/device", _fmt(ss["tokens_per_s_per_device"], ",.0f"))
+    m[1].metric("Model TFLOP/s/device", _fmt(ss["model_tflops_per_device"], ",.1f"))
+    m[2].metric("MFU", _fmt(ss["mfu"], ".1%"))
+    m[3].metric("Median step time", _fmt(ss["step_time_s_median"], ".3f", " s"))
+    m[4].metric("Jitter (CV)", _fmt(ss["jitter_cv"], ".3f"))
+    if ss["first_step"] is not None:
+        st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
+                   f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
+    if pre.summary.warnings:
+        st.info("\n".join(f"- {w}" for w in pre.summary.warnings), icon=":material/info:")
+
+
 def upload_panel() -> None:
     """Upload -> preview -> commit; hidden when read-only, token-guarded when a token is set."""
     if cfg.read_only:
         return
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
-        if cfg.upload_token and not hmac.compare_digest(st.text_input("Upload token", type="password", key="ru_tok"), cfg.upload_token):
+        if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key="ru_tok")):
             st.caption("Writing is protected: enter the upload token.")
             return
         f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf… (gzip ok, up to {cfg.max_upload_mb} MB)", key="ru_file")
@@ -36,12 +57,10 @@ def upload_panel() -> None:
         raw, limit = f.getvalue(), cfg.max_upload_mb * 1024 * 1024
         try:
             pre = pipeline.preview(raw, f.name, RunConfig(), engine=db, limit=limit)
-        except PerfledgerError as exc:
-            _ui.render_error(exc)
-        st.markdown(f"**{pre.format}** · {pre.steps:,} steps · {pre.skipped_lines} lines skipped")
-        st.json(pre.summary.steady_state_json(), expanded=False)
-        for w in pre.summary.warnings:
-            st.warning(w)
+        except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
+            st.error(str(exc), icon=":material/error:")
+            return
+        show_preview(pre)
         if pre.run_id is not None:
             st.info(f"These bytes are already stored as run {pre.run_id}.")
         elif st.button("Store this run", type="primary", key="ru_commit"):
@@ -63,9 +82,10 @@ if runs.height == 0:
 if not state.run:
     st.subheader(state.describe())
     _ui.show_table(runs, FORMATS, key="runs_table")
-    st.caption("Open a run: add ?run=ID to the link, or pick one:")
-    for rid in runs["id"].to_list()[:20]:
-        st.page_link("screens/runs.py", label=f"run {rid}", query_params={"run": str(rid)})
+    st.caption("Open a run (its link is ?run=ID):")
+    for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
+        st.page_link("screens/runs.py", label=f"Run {rid} · {name} ({fmt})", icon=":material/open_in_new:",
+                     query_params={"run": str(rid)})
     _ui.download(SLUG, state, db)
     st.stop()
 
@@ -84,7 +104,7 @@ st.subheader(state.describe())
 steps = _ui.compute(SLUG, state, db)
 summary = views.run_summary(state, db, state.run)
 m = st.columns(4)
-m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls", delta_color="off")
+m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls", delta_color="off", delta_arrow="off")
 m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
 m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
 m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")

@@ -1,15 +1,24 @@
-"""Shared fixtures: real DuckDB files in temporary folders, seeded from the project's own data/."""
+"""Shared fixtures: real DuckDB files in temporary folders and a real PostgreSQL, seeded from data/.
+
+`backend`-parametrized fixtures (`store_url`, `store_engine`, `seeded_store`, `new_store_url`) run a test body on
+both engines; the PostgreSQL case is marked `postgres` (deselect with -m "not postgres").
+"""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import Engine
 
 from perfledger import store
+
+if TYPE_CHECKING:
+    from tests.postgres_server import PgServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
@@ -42,3 +51,96 @@ def empty_engine(tmp_path: Path) -> Engine:
     engine = store.engine_from_url(f"duckdb:///{tmp_path / 'empty.duckdb'}")
     store.create_schema(engine)
     return engine
+
+
+# ------------------------------------------------------------------ both engines: DuckDB file and PostgreSQL
+
+BACKENDS = ("duckdb", pytest.param("postgresql", marks=pytest.mark.postgres))
+_PG_SEED_TEMPLATE = "perfledger_seed_template"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A PostgreSQL server: PERFLEDGER_TEST_PG_URL when set, else a throwaway cluster for this session."""
+    import os
+
+    from tests.postgres_server import ENV_URL, server_from_url, temporary_server
+
+    if os.environ.get(ENV_URL):
+        yield server_from_url(os.environ[ENV_URL])
+        return
+    with temporary_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def pg_seed_template(pg_server: PgServer) -> Iterator[str]:
+    """A database loaded from data/ once per session; tests get copies (CREATE DATABASE ... TEMPLATE)."""
+    name = f"{_PG_SEED_TEMPLATE}_{uuid.uuid4().hex[:8]}"
+    engine = store.engine_from_url(pg_server.create_database(name))
+    store.init_store(engine, DATA_DIR)
+    engine.dispose()
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def new_store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
+    """A factory of URLs of fresh, empty stores (no tables) on the test's backend; `seeded=True` copies data/."""
+    made: list[str] = []
+
+    def make(name: str = "store", *, seeded: bool = False) -> str:
+        if backend == "duckdb":
+            path = tmp_path / f"{name}.duckdb"
+            if seeded:
+                shutil.copy(request.getfixturevalue("seeded_db_file"), path)
+            return f"duckdb:///{path}"
+        server = request.getfixturevalue("pg_server")
+        db = f"t_{uuid.uuid4().hex[:12]}_{name}"[:63]
+        template = request.getfixturevalue("pg_seed_template") if seeded else None
+        url = server.create_database(db, template=template)
+        made.append(db)
+        return str(url)
+
+    yield make
+    if made:
+        server = request.getfixturevalue("pg_server")
+        for db in made:
+            server.drop_database(db)
+
+
+@pytest.fixture
+def store_url(new_store_url: Callable[..., str]) -> str:
+    """The URL of a fresh, empty store (no tables yet) on DuckDB (a file) or PostgreSQL (a new database)."""
+    return new_store_url()
+
+
+@pytest.fixture
+def store_engine(new_store_url: Callable[..., str]) -> Iterator[Engine]:
+    """An empty store with the tables created, on each backend."""
+    engine = store.engine_from_url(new_store_url("empty"))
+    store.create_schema(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def seeded_store(new_store_url: Callable[..., str]) -> Iterator[Engine]:
+    """A private, writable copy of the store loaded from data/, on each backend."""
+    engine = store.engine_from_url(new_store_url("seeded", seeded=True))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database (no tables), dropped after the test; for PostgreSQL-only tests."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    url = pg_server.create_database(name)
+    yield url
+    pg_server.drop_database(name)

@@ -1,4 +1,7 @@
-"""The store on a real DuckDB file: idempotent writes, all-or-nothing imports, plain errors."""
+"""The store on a real DuckDB file and a real PostgreSQL: idempotent writes, all-or-nothing imports, plain errors.
+
+Every test taking `seeded_store` or `store_engine` runs once per backend (tests/conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -19,61 +22,61 @@ from tests.conftest import DATA_DIR, LOGS
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 
 
-def test_init_twice_changes_nothing(writable_engine: Engine) -> None:
-    before = store.counts(writable_engine)
-    report = store.init_store(writable_engine, DATA_DIR)
+def test_init_twice_changes_nothing(seeded_store: Engine) -> None:
+    before = store.counts(seeded_store)
+    report = store.init_store(seeded_store, DATA_DIR)
     assert not report.changed
-    assert store.counts(writable_engine) == before
+    assert store.counts(seeded_store) == before
 
 
-def test_same_file_ingested_twice_is_stored_once(writable_engine: Engine) -> None:
-    first = ingest_path(writable_engine, MEGATRON)
-    second = ingest_path(writable_engine, MEGATRON)
+def test_same_file_ingested_twice_is_stored_once(seeded_store: Engine) -> None:
+    first = ingest_path(seeded_store, MEGATRON)
+    second = ingest_path(seeded_store, MEGATRON)
     assert first.created and not second.created
     assert second.run_id == first.run_id
-    assert store.counts(writable_engine)["run"] == 1
-    assert store.steps(writable_engine, first.run_id).height == first.steps
+    assert store.counts(seeded_store)["run"] == 1
+    assert store.steps(seeded_store, first.run_id).height == first.steps
 
 
-def test_gzip_and_plain_copies_of_a_log_are_one_run(writable_engine: Engine) -> None:
+def test_gzip_and_plain_copies_of_a_log_are_one_run(seeded_store: Engine) -> None:
     import gzip
 
     raw = MEGATRON.read_bytes()
-    plain = ingest_bytes(writable_engine, raw, "a.out")
-    zipped = ingest_bytes(writable_engine, gzip.compress(raw), "a.out.gz")
+    plain = ingest_bytes(seeded_store, raw, "a.out")
+    zipped = ingest_bytes(seeded_store, gzip.compress(raw), "a.out.gz")
     assert plain.created and not zipped.created and zipped.run_id == plain.run_id
 
 
-def test_failed_import_leaves_no_partial_run(writable_engine: Engine) -> None:
-    before = store.counts(writable_engine)
+def test_failed_import_leaves_no_partial_run(seeded_store: Engine) -> None:
+    before = store.counts(seeded_store)
     good = MEGATRON.read_bytes()
     with pytest.raises(ParseError):
-        ingest_bytes(writable_engine, good + b"\x1f\x8b garbage", "x.out", limit=len(good) // 2)
-    assert store.counts(writable_engine) == before
+        ingest_bytes(seeded_store, good + b"\x1f\x8b garbage", "x.out", limit=len(good) // 2)
+    assert store.counts(seeded_store) == before
 
 
-def test_garbage_file_is_refused_naming_the_file(writable_engine: Engine) -> None:
+def test_garbage_file_is_refused_naming_the_file(seeded_store: Engine) -> None:
     with pytest.raises(ParseError, match=r"^junk\.bin: not a log format perfledger reads \(known: mlperf"):
-        ingest_bytes(writable_engine, bytes(range(256)) * 10, "junk.bin")
-    assert store.counts(writable_engine)["run"] == 0
+        ingest_bytes(seeded_store, bytes(range(256)) * 10, "junk.bin")
+    assert store.counts(seeded_store)["run"] == 0
 
 
-def test_run_steady_state_is_stored_with_its_rule(writable_engine: Engine) -> None:
-    outcome = ingest_path(writable_engine, MEGATRON)
-    row = store.run(writable_engine, outcome.run_id)
+def test_run_steady_state_is_stored_with_its_rule(seeded_store: Engine) -> None:
+    outcome = ingest_path(seeded_store, MEGATRON)
+    row = store.run(seeded_store, outcome.run_id)
     assert row is not None and row.summary is not None
     assert row.summary["rule"]["warmup_fraction"] == 0.1
-    listed = store.runs(writable_engine)
+    listed = store.runs(seeded_store)
     assert listed["tokens_per_s_per_device"][0] == pytest.approx(row.summary["tokens_per_s_per_device"])
-    measured = store.results(writable_engine, run_id=outcome.run_id)
+    measured = store.results(seeded_store, run_id=outcome.run_id)
     assert "tokens_per_s_per_device" in measured["metric"].to_list()
 
 
-def test_delete_run_removes_steps_and_results(writable_engine: Engine) -> None:
-    outcome = ingest_path(writable_engine, MEGATRON)
-    assert store.delete_run(writable_engine, outcome.run_id)
-    assert store.steps(writable_engine, outcome.run_id).height == 0
-    assert store.results(writable_engine, run_id=outcome.run_id).height == 0
+def test_delete_run_removes_steps_and_results(seeded_store: Engine) -> None:
+    outcome = ingest_path(seeded_store, MEGATRON)
+    assert store.delete_run(seeded_store, outcome.run_id)
+    assert store.steps(seeded_store, outcome.run_id).height == 0
+    assert store.results(seeded_store, run_id=outcome.run_id).height == 0
 
 
 def test_writer_meeting_the_duckdb_lock_says_who_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,17 +99,17 @@ def test_writer_meeting_the_duckdb_lock_says_who_holds_it(tmp_path: Path, monkey
     assert store.counts(engine)["run"] == 0  # released: usable again at once
 
 
-def test_results_frame_has_schema_dtypes_on_an_empty_store(empty_engine: Engine) -> None:
-    frame = store.results(empty_engine)
+def test_results_frame_has_schema_dtypes_on_an_empty_store(store_engine: Engine) -> None:
+    frame = store.results(store_engine)
     assert frame.height == 0
     assert frame.schema["value"] == pl.Float64 and frame.schema["n_devices"] == pl.Int64
 
 
-def test_ingested_at_is_passed_in_not_read_from_the_clock(writable_engine: Engine) -> None:
+def test_ingested_at_is_passed_in_not_read_from_the_clock(seeded_store: Engine) -> None:
     from ingest.pipeline import ingest_stream
 
     when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     with MEGATRON.open("rb") as fh:
-        outcome = ingest_stream(writable_engine, fh, MEGATRON.name, now=when)
-    row = store.run(writable_engine, outcome.run_id)
-    assert row is not None and row.ingested_at.replace(tzinfo=UTC) == when
+        outcome = ingest_stream(seeded_store, fh, MEGATRON.name, now=when)
+    row = store.run(seeded_store, outcome.run_id)
+    assert row is not None and row.ingested_at == when and row.ingested_at.tzinfo == UTC

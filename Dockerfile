@@ -1,0 +1,28 @@
+# perfledger team server: the dashboard on the embedded DuckDB store (a file in the /var/lib/perfledger volume),
+# or on PostgreSQL when PERFLEDGER_DB_URL says so. The install and start commands are the README's, verbatim
+# (tests/team/test_dockerfile.py keeps them in step); see README "Team server".
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+
+RUN useradd --create-home --uid 10001 --user-group perfledger \
+    && mkdir -p /var/lib/perfledger \
+    && chown perfledger:perfledger /var/lib/perfledger
+
+WORKDIR /app
+COPY requirements.txt ./
+RUN python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt
+COPY . .
+
+ENV PERFLEDGER_DB_URL=duckdb:////var/lib/perfledger/perfledger.duckdb
+VOLUME ["/var/lib/perfledger"]
+USER perfledger
+EXPOSE 8501
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=90s --retries=3 \
+    CMD ["/app/.venv/bin/python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status == 200 else 1)"]
+
+CMD ["sh", "-c", ".venv/bin/python -m perfledger init && exec .venv/bin/streamlit run app.py --server.address 0.0.0.0 --server.headless true --client.showErrorDetails none --browser.gatherUsageStats false"]

@@ -1,0 +1,102 @@
+"""Who may write: PERFLEDGER_READ_ONLY switches every write off; PERFLEDGER_UPLOAD_TOKEN guards the upload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from ingest.pipeline import ingest_path
+from perfledger import store
+from perfledger.errors import ReadOnlyStore
+from tests.conftest import DATA_DIR, LOGS, ROOT
+
+MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
+
+
+def cli(module: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=os.environ | env)
+
+
+def test_read_only_store_refuses_every_write_and_still_reads(seeded_store: Engine,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    before = store.counts(seeded_store)
+    monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
+    writes = {
+        "init": lambda: store.init_store(seeded_store, DATA_DIR),
+        "ingest": lambda: ingest_path(seeded_store, MEGATRON),
+        "add_results": lambda: store.add_results(seeded_store, []),
+        "delete": lambda: store.delete_run(seeded_store, 1),
+        "rebuild": lambda: store.rebuild_store(seeded_store, DATA_DIR),
+    }
+    for name, write in writes.items():
+        with pytest.raises(ReadOnlyStore, match=r"is read-only here \(PERFLEDGER_READ_ONLY=1\)"):
+            write()
+    assert store.counts(seeded_store) == before and store.results(seeded_store).height == before["result"]
+
+
+def test_read_only_cli_init_and_ingest_exit_1_with_a_sentence(seeded_db_file: Path, tmp_path: Path) -> None:
+    shutil.copy(seeded_db_file, tmp_path / "ro.duckdb")
+    url = f"duckdb:///{tmp_path / 'ro.duckdb'}"
+    before = store.counts(store.engine_from_url(url))
+    for module, args in (("perfledger", ("init", "--db", url)), ("ingest", (str(MEGATRON), "--db", url))):
+        out = cli(module, *args, PERFLEDGER_READ_ONLY="1")
+        assert out.returncode == 1, (module, out.stdout, out.stderr)
+        assert out.stderr.startswith("error: the store ") and "is read-only here" in out.stderr
+        assert "Traceback" not in out.stderr
+    assert store.counts(store.engine_from_url(url)) == before
+
+
+# ------------------------------------------------------------------------------------- upload token (page)
+
+def _runs_page(monkeypatch: pytest.MonkeyPatch, url: str, token: str | None) -> object:
+    from streamlit.testing.v1 import AppTest
+
+    from screens import PAGES
+
+    monkeypatch.setenv("PERFLEDGER_DB_URL", url)
+    if token is not None:
+        monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", token)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at.switch_page(next(p.file for p in PAGES if p.slug == "runs"))
+    return at.run()
+
+
+def _uploaders(at: object) -> list[object]:
+    return list(at.get("file_uploader"))  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def seeded_url(seeded_db_file: Path, tmp_path: Path) -> str:
+    shutil.copy(seeded_db_file, tmp_path / "page.duckdb")
+    return f"duckdb:///{tmp_path / 'page.duckdb'}"
+
+
+def test_upload_needs_the_token_when_one_is_set(seeded_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _runs_page(monkeypatch, seeded_url, "s3cret-token")
+    assert not at.exception and not _uploaders(at)  # type: ignore[attr-defined]
+    box = at.text_input(key="ru_tok")  # type: ignore[attr-defined]
+    box.input("wrong").run()
+    assert not at.exception and not _uploaders(at)  # type: ignore[attr-defined]
+    box.input("s3cret-token").run()
+    assert not at.exception and _uploaders(at)  # type: ignore[attr-defined]
+
+
+def test_upload_is_open_without_a_token_and_hidden_when_read_only(seeded_url: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _uploaders(_runs_page(monkeypatch, seeded_url, None))
+    monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
+    at = _runs_page(monkeypatch, seeded_url, None)
+    assert not at.exception and not _uploaders(at)  # type: ignore[attr-defined]
+
+
+def test_a_non_ascii_token_attempt_is_refused_not_a_crash(seeded_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _runs_page(monkeypatch, seeded_url, "s3cret-token")
+    at.text_input(key="ru_tok").input("pässwörd").run()  # type: ignore[attr-defined]
+    assert not at.exception and not _uploaders(at)  # type: ignore[attr-defined]

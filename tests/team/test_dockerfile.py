@@ -1,0 +1,60 @@
+"""The image runs exactly the README's tested commands; no Docker engine here, so the text is what we check."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+from tests.conftest import ROOT
+
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+README = (ROOT / "README.md").read_text()
+STREAMLIT_FLAGS = ("--server.address 0.0.0.0", "--server.headless true", "--client.showErrorDetails none",
+                   "--browser.gatherUsageStats false")
+
+
+def instruction(name: str) -> list[str]:
+    joined = DOCKERFILE.replace("\\\n", " ")
+    return [line.split(None, 1)[1] for line in joined.splitlines() if line.startswith(name + " ")]
+
+
+def readme_first_command() -> str:
+    block = README.split("## Two commands on a fresh machine", 1)[1].split("```bash\n", 1)[1]
+    return block.split("\n", 1)[0]
+
+
+def test_image_installs_and_starts_with_the_readme_commands() -> None:
+    readme = [part.strip() for part in readme_first_command().split("&&")]
+    install, init, serve = " && ".join(readme[:2]), readme[2], readme[3]
+    assert install == "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt"
+    assert f"RUN {install}" in DOCKERFILE
+    cmd = json.loads(instruction("CMD")[0])
+    assert cmd[:2] == ["sh", "-c"]
+    start, serve_in_image = cmd[2].split(" && exec ")
+    assert start == init and serve_in_image.startswith(serve + " ")
+    assert all(flag in serve_in_image for flag in STREAMLIT_FLAGS)
+
+
+def test_image_runs_as_a_non_root_user_with_the_store_in_a_volume() -> None:
+    assert instruction("FROM") == ["python:3.11-slim"]
+    assert instruction("USER") and instruction("USER")[-1] not in ("root", "0")
+    volume = json.loads(instruction("VOLUME")[0])[0]
+    url = re.search(r"ENV PERFLEDGER_DB_URL=(\S+)", DOCKERFILE)
+    assert url is not None and url.group(1).startswith(f"duckdb:///{volume}/")
+
+
+def test_healthcheck_asks_streamlit_with_python_not_curl() -> None:
+    check = instruction("HEALTHCHECK")[0]
+    argv = json.loads(check.split("CMD", 1)[1])
+    assert argv[0].endswith("python") and argv[1] == "-c" and "/_stcore/health" in argv[2]
+    compile(argv[2], "healthcheck", "exec")
+    assert "curl" not in check and "wget" not in check
+
+
+def test_readme_shows_docker_run_for_duckdb_and_postgresql() -> None:
+    team = README.split("## Team server", 1)[1].split("\n## ", 1)[0]
+    runs = [line for line in team.splitlines() if line.startswith("docker run")]
+    assert any("-v perfledger-data:/var/lib/perfledger" in r for r in runs)
+    assert "PERFLEDGER_DB_URL='postgresql+psycopg://" in team
+    assert all(shlex.split(r.rstrip("\\"))[:2] == ["docker", "run"] for r in runs)
