@@ -12,6 +12,7 @@ from screens import DEFAULT_SLUG, PAGES
 from screens._ui import settings
 
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
+st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
 
 navigation = st.navigation(
     [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug, default=p.slug == DEFAULT_SLUG) for p in PAGES]

@@ -14,6 +14,7 @@ ACCELERATOR_COLOURS: dict[str, str] = {
     "tpu-v4": "#fbc02d", "tpu-v5e": "#f9a825", "tpu-v5p": "#f57f17",
 }
 _FALLBACK = "#78909c"
+_ROW_AXIS = alt.Axis(labelLimit=420, labelOverlap=False)  # bar labels are read, never elided or dropped
 
 
 def accelerator_scale(ids: list[str]) -> alt.Scale:
@@ -29,12 +30,12 @@ def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt
 def speedup_bars(frame: pl.DataFrame) -> alt.Chart:
     """Speedup (x) per model, computed and stored side by side, with a rule at 1x."""
     data = frame.filter(pl.col("speedup (x)").is_not_null()).with_columns(
-        pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
+        pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?") + pl.lit(" devices")], separator=" · ").alias("row")
     )
     bars = alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", title=None, sort=None),
+        y=alt.Y("row:N", title=None, sort=None, axis=_ROW_AXIS),
         x=alt.X("speedup (x):Q", title="speedup (x)"),
-        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         yOffset="kind:N",
         tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats"],
     )
@@ -50,12 +51,12 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> alt.Chart:
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
     return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", sort="-x", title=None),
+        y=alt.Y("row:N", sort="-x", title=None, axis=_ROW_AXIS),
         x=alt.X("normalized:Q", title=title),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
                  alt.Tooltip("normalized:Q", format=",.4g"), "source"],
-    ).properties(height=alt.Step(14))
+    ).properties(height=alt.Step(20))
 
 
 def scaling_lines(frame: pl.DataFrame) -> alt.Chart:
@@ -129,5 +130,6 @@ def loss_curve(frame: pl.DataFrame) -> alt.Chart:
 
 def count_bars(frame: pl.DataFrame, column: str) -> alt.Chart:
     return alt.Chart(frame.head(25)).mark_bar().encode(
-        y=alt.Y(f"{column}:N", sort="-x", title=None), x=alt.X("result rows:Q"), tooltip=[column, "result rows", "sources"]
-    ).properties(height=alt.Step(18))
+        y=alt.Y(f"{column}:N", sort="-x", title=None, axis=_ROW_AXIS), x=alt.X("result rows:Q"),
+        tooltip=[column, "result rows", "sources"]
+    ).properties(height=alt.Step(24))

@@ -89,8 +89,9 @@ class AcceleratorView:
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
-        basis = "per package" if self.per_package else "per device"
-        return f"{METRIC_LABELS[self.metric]} {basis}, normalized {NORM_LABELS[self.norm]}, on {', '.join(self.models) or 'every model'}"
+        basis = " (MI250 counted per package)" if self.per_package else ""
+        norm = "" if self.norm == "device" else f", {NORM_LABELS[self.norm]}"
+        return f"{METRIC_LABELS[self.metric]}{norm} on {', '.join(self.models) or 'every model'}{basis}"
 
 
 @dataclass(frozen=True)

@@ -122,21 +122,37 @@ def header(title: str, state: Any) -> None:
     st.caption(state.describe())
 
 
+# Display names for stored column names (the CSV keeps the stored names; only the screen reads these).
+LABELS = {
+    "source_id": "source", "model_id": "model", "accelerator_id": "accelerator", "n_devices": "devices",
+    "seq_len": "seq len", "global_batch": "global batch", "framework_version": "framework version",
+    "file_name": "file", "ingested_at": "ingested (UTC)", "n_steps": "steps", "skipped_lines": "skipped lines",
+    "claim_id": "claim", "rel_diff": "relative diff", "n_results": "result rows", "mfu": "MFU",
+    "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
+    "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
+}
+
+
 def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None) -> None:
-    """The page's table: numbers formatted per column (printf style), `source` linked to the Sources page."""
-    config: dict[str, Any] = {name: st.column_config.NumberColumn(name, format=fmt) for name, fmt in (formats or {}).items()}
-    if "source" in frame.columns:
-        frame = frame.with_columns(("/sources?src=" + pl.col("source")).alias("source"))
-        config["source"] = st.column_config.LinkColumn("source", display_text=r"/sources\?src=(.*)")
+    """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
+    stored column names shown under readable labels."""
+    config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
+    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
+               for name, fmt in (formats or {}).items() if name in frame.columns}
+    for name in ("source", "source_id"):
+        if name in frame.columns:
+            frame = frame.with_columns(("/sources?src=" + pl.col(name)).alias(name))
+            config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=r"/sources\?src=(.*)")
     if "url" in frame.columns:
         config["url"] = st.column_config.LinkColumn("url")
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)
 
 
-def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str) -> str:
-    """A selectbox starting at `current` (added to the options when it is not among them)."""
+def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str,
+           where: Any = st) -> str:
+    """A selectbox (in `where`: st, a column) starting at `current` (added to the options when it is not among them)."""
     opts = list(options) if current in options else [current, *options]
-    return str(st.selectbox(label, opts, index=opts.index(current), key=key, format_func=fmt))
+    return str(where.selectbox(label, opts, index=opts.index(current), key=key, format_func=fmt))
 
 
 def choose_many(label: str, options: Sequence[str], current: Sequence[str], *, key: str) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ state = replace(state,
                                                    disabled=state.norm != "dollar")),
                 per_package=c5.toggle("Per package (MI250: 2 dies)", state.per_package, key="ac_pkg"),
                 formula=c6.selectbox("FLOPs formula (MFU from tokens/s)", views.FORMULA_NAMES, index=views.FORMULA_NAMES.index(state.formula),
-                                     key="ac_f"))
+                                     key="ac_f", format_func=lambda f: views.flops.FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
 st.subheader(state.describe())
 if state.norm == "watt":

@@ -25,9 +25,9 @@ for col, (label, query) in zip(links, PRESETS.items(), strict=True):
 c1, c2, c3, c4 = st.columns(4)
 state = replace(
     state,
-    model=c1.selectbox("Model", store.models(db)["id"].to_list(), index=None, placeholder=state.model, key="tt_m") or state.model,
+    model=_ui.choose("Model", store.models(db)["id"].to_list(), state.model, key="tt_m", where=c1),
     tokens=float(c2.number_input("Tokens", 1.0, 1e15, state.tokens, step=1e9, format="%.3e", key="tt_tok")),
-    accelerator=c3.selectbox("Accelerator", store.accelerators(db)["id"].to_list(), index=None, placeholder=state.accelerator, key="tt_a") or state.accelerator,
+    accelerator=_ui.choose("Accelerator", store.accelerators(db)["id"].to_list(), state.accelerator, key="tt_a", where=c3),
     devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key="tt_n")),
 )
 c5, c6, c7, c8 = st.columns(4)
@@ -45,7 +45,7 @@ st.subheader(state.describe())
 table = _ui.compute(SLUG, state, db)
 chosen = views.chosen_row(table)
 m1, m2, m3 = st.columns(3)
-m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time (h)']:,.1f} h", delta_color="off")
+m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time (h)']:,.1f} h", delta_color="off", delta_arrow="off")
 m2.metric("Throughput used", f"{chosen['tokens/s/device']:,.0f} tokens/s/device")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
 st.caption(chosen["basis"])
