@@ -118,4 +118,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    store.lean_process()
     sys.exit(main())

@@ -29,8 +29,8 @@ from perfledger.records import ParseSummary, RunConfig, SaveResult
 from perfledger.vocabulary import LogFormat
 
 GZIP_MAGIC = b"\x1f\x8b"
-_STEADY_COLUMNS = ("step", "step_time_s", "tokens", "reported_tflops_per_device", "reported_mfu",
-                   "reported_tokens_per_s_per_device")
+_STEADY_COLUMNS = ("step", "step_time_s", "tokens")
+_REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +71,15 @@ class _Limited(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        data = self.inner.read(len(buffer))
-        if not data:
+        n = self.inner.readinto(buffer)  # type: ignore[attr-defined]
+        if not n:
             return 0
-        self.count += len(data)
+        self.count += n
         if self.limit is not None and self.count > self.limit:
             raise FileTooLarge(self.file_name, None,
                                f"larger than the {self.limit // 2**20} MB limit once decompressed; nothing was stored")
-        self.sha.update(data)
-        buffer[: len(data)] = data
-        return len(data)
+        self.sha.update(memoryview(buffer)[:n])
+        return n
 
 
 def _open_content(raw: BinaryIO, file_name: str) -> BinaryIO:
@@ -106,9 +105,7 @@ class _Prepend(io.RawIOBase):
             buffer[:n] = self.first[:n]
             self.first = self.first[n:]
             return n
-        data = self.inner.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
+        return self.inner.readinto(buffer)  # type: ignore[attr-defined, no-any-return]
 
 
 # ----------------------------------------------------------------------------------------- parsing
@@ -129,7 +126,7 @@ class _Run:
         for first_lineno, lines in iter_line_chunks(stream):
             frame = self.parser.feed(lines, first_lineno)
             if frame.height:
-                self.steady_frames.append(frame.select(_STEADY_COLUMNS))
+                self.steady_frames.append(_for_summary(frame))
                 yield frame
             if self.on_progress is not None:
                 self.on_progress(self.limited.count)
@@ -138,15 +135,21 @@ class _Run:
         if tail is not None:
             frame = tail()
             if frame.height:
-                self.steady_frames.append(frame.select(_STEADY_COLUMNS))
+                self.steady_frames.append(_for_summary(frame))
                 yield frame
 
     def steps_for_summary(self) -> pl.DataFrame:
         if not self.steady_frames:
             return pl.DataFrame(schema={c: pl.Float64 for c in _STEADY_COLUMNS} | {"step": pl.Int64})
-        frame = pl.concat(self.steady_frames, how="vertical_relaxed")
+        frame = pl.concat(self.steady_frames, how="diagonal_relaxed", rechunk=False)
         self.steady_frames = [frame]
         return frame
+
+
+def _for_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """The columns the summary reads: a reported figure only where the log printed it (memory grows with steps)."""
+    reported = [c for c in _REPORTED_COLUMNS if frame[c].null_count() < frame.height]
+    return frame.select(*_STEADY_COLUMNS, *reported)
 
 
 def _start(raw: BinaryIO, file_name: str, limit: int | None,

@@ -173,9 +173,11 @@ def _steady(steps: pl.DataFrame, rule: SteadyRule, why: dict[str, str]) -> Stead
 
 
 def _window(steps: pl.DataFrame, steady: SteadyState | None) -> pl.DataFrame:
+    """The log's own per-step figures (columns reported_*) over the steady window."""
+    reported = steps.select(pl.col("step"), pl.col("^reported_.*$"))
     if steady is None or steady.first_step is None:
-        return steps.clear()
-    return steps.filter(pl.col("step").is_between(steady.first_step, steady.last_step))
+        return reported.clear()
+    return reported.filter(pl.col("step").is_between(steady.first_step, steady.last_step))
 
 
 def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: pl.DataFrame,

@@ -61,8 +61,8 @@ def _split(data: bytes) -> list[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [_limit(line.removesuffix("\r")) for line in lines]
-
-
-def _limit(line: str) -> str:
-    return line if len(line) <= MAX_LINE_BYTES else line[:MAX_LINE_BYTES]
+    if "\r" in text:
+        lines = [line.removesuffix("\r") for line in lines]
+    if len(text) > MAX_LINE_BYTES and max(map(len, lines), default=0) > MAX_LINE_BYTES:
+        lines = [line[:MAX_LINE_BYTES] for line in lines]
+    return lines

@@ -10,6 +10,8 @@ import hashlib
 import json
 import math
 import re
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -48,6 +50,16 @@ def engine_from_url(url: str | None = None) -> Engine:
         raise StoreError(mask_url(url), str(exc)) from exc
 
 
+def lean_process() -> None:
+    """For a command-line process only: make `import pandas` fail, so DuckDB's client never loads it.
+
+    duckdb's Python client imports pandas, when installed, at the first query that has parameters (to
+    recognise DataFrame arguments): 0.25 s and about 90 MB of resident memory that no CLI command uses.
+    The dashboard needs pandas (Streamlit does), so only the `python -m` entry points call this.
+    """
+    sys.modules.setdefault("pandas", None)  # type: ignore[assignment]
+
+
 def mask_url(url: str) -> str:
     """The URL with any password replaced by ***, for sidebars and messages."""
     try:
@@ -80,7 +92,13 @@ def _translated(engine: Engine) -> Iterator[None]:
         holder = _lock_holder(str(exc.orig))
         if holder is not None and is_duckdb(engine):
             raise StoreBusy(mask_url(str(engine.url)), holder) from exc
-        raise StoreError(mask_url(str(engine.url)), str(exc.orig).splitlines()[0]) from exc
+        reason = str(exc.orig).splitlines()[0]
+        if _MISSING_TABLE.search(reason):
+            reason += " (is the store initialised? run: python -m perfledger init)"
+        raise StoreError(mask_url(str(engine.url)), reason) from exc
+
+
+_MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
 
 
 @contextmanager
@@ -263,7 +281,8 @@ def save_run(
     try:
         with _connection(engine, write=True) as conn:
             run_id = _insert_run(conn, header)
-            n_steps = sum(_insert_steps(conn, run_id, batch) for batch in step_batches)
+            with _BulkWriter(conn, schema.step) as steps:
+                n_steps = sum(steps.add(_step_rows(run_id, batch)) for batch in step_batches)
             final = finish()
             existing = conn.scalar(
                 sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == final.content_sha256)
@@ -337,37 +356,74 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _insert_steps(conn: Connection, run_id: int, batch: pl.DataFrame) -> int:
-    if batch.height == 0:
-        return 0
-    frame = batch.select(STEP_COLUMNS).with_columns(pl.lit(run_id, dtype=pl.Int64).alias("run_id"))
-    frame = frame.with_columns(pl.col(pl.Float64).fill_nan(None))  # a missing figure is NULL on both engines
-    _bulk_insert(conn, schema.step, frame.select("run_id", *STEP_COLUMNS))
-    return batch.height
+def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
+    frame = batch.select(STEP_COLUMNS).with_columns(pl.col(pl.Float64).fill_nan(None))  # missing is NULL on both
+    return frame.select(pl.lit(run_id, dtype=pl.Int64).alias("run_id"), *STEP_COLUMNS)
 
 
-def _bulk_insert(conn: Connection, table: sa.Table, frame: pl.DataFrame) -> None:
-    """Append `frame` (columns named as `table`'s) in bulk: Arrow on DuckDB, COPY on PostgreSQL."""
-    if frame.height == 0:
-        return
-    quote = conn.dialect.identifier_preparer.quote
-    cols = ", ".join(quote(c) for c in frame.columns)
-    name = quote(table.name)
-    if conn.dialect.name == "duckdb":
-        raw = conn.connection.dbapi_connection
-        view = f"_perfledger_batch_{table.name}"
-        raw.register(view, frame.to_arrow())  # type: ignore[union-attr]
-        try:
-            raw.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM {view}")  # type: ignore[union-attr]
-        finally:
-            raw.unregister(view)  # type: ignore[union-attr]
-    elif conn.dialect.name == "postgresql":
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        with cursor.copy(f"COPY {name} ({cols}) FROM STDIN") as copy:
-            for row in frame.iter_rows():
-                copy.write_row(row)
-    else:
-        conn.execute(sa.insert(table), frame.to_dicts())
+DUCKDB_INSERT_MEMORY = "128MB"
+
+
+class _BulkWriter:
+    """Appends frames to one table inside the caller's transaction, in memory that does not grow with the rows.
+
+    PostgreSQL: COPY per frame (the server holds the rows). DuckDB keeps a transaction's appended rows in memory
+    until it commits, so frames are spooled to Parquet files and inserted by one statement when the writer
+    closes, which DuckDB writes to its file row group by row group. Reading the spool with DuckDB's own Parquet
+    reader also keeps pyarrow (about 100 MB resident) out of an ingest process.
+    """
+
+    def __init__(self, conn: Connection, table: sa.Table) -> None:
+        self.conn = conn
+        self.table = table
+        self.rows = 0
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
+        self._files = 0
+        self._columns_seen: list[str] = []
+
+    def __enter__(self) -> _BulkWriter:
+        if self.conn.dialect.name == "duckdb":
+            self._spool = tempfile.TemporaryDirectory(prefix="perfledger-")
+        return self
+
+    def add(self, frame: pl.DataFrame) -> int:
+        if frame.height == 0:
+            return 0
+        self.rows += frame.height
+        self._columns_seen = self._columns_seen or frame.columns
+        if self._spool is not None:
+            frame.write_parquet(Path(self._spool.name) / f"{self._files:08d}.parquet", compression="lz4",
+                                statistics=False)
+            self._files += 1
+        elif self.conn.dialect.name == "postgresql":
+            cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            with cursor.copy(f"COPY {self._name()} ({self._quoted(frame.columns)}) FROM STDIN") as copy:
+                for row in frame.iter_rows():
+                    copy.write_row(row)
+        else:
+            self.conn.execute(sa.insert(self.table), frame.to_dicts())
+        return frame.height
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if self._spool is None:
+            return
+        with self._spool as folder:
+            if exc_type is None and self._files:
+                pattern = str(Path(folder) / "*.parquet").replace("'", "''")
+                cols = self._quoted(self._columns_seen)
+                # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
+                self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
+                try:
+                    self.conn.exec_driver_sql(
+                        f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet('{pattern}')")
+                finally:
+                    self.conn.exec_driver_sql("RESET memory_limit")
+
+    def _name(self) -> str:
+        return self.conn.dialect.identifier_preparer.quote(self.table.name)
+
+    def _quoted(self, columns: Sequence[str]) -> str:
+        return ", ".join(self.conn.dialect.identifier_preparer.quote(c) for c in columns)
 
 
 def delete_run(engine: Engine, run_id: int) -> bool:
@@ -403,8 +459,9 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
     with _connection(src, write=False) as read, _connection(dst, write=True) as write:
         expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
         for table in schema.TABLES:
-            for frame in _frames_in_batches(read, sa.select(table).order_by(*_copy_order(table))):
-                _bulk_insert(write, table, frame)
+            with _BulkWriter(write, table) as rows:
+                for frame in _frames_in_batches(read, sa.select(table).order_by(*_copy_order(table))):
+                    rows.add(frame)
         copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
         if copied != expected:
             diff = ", ".join(f"{t}: {n} read, {copied[t]} written" for t, n in expected.items() if n != copied[t])

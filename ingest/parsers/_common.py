@@ -76,11 +76,6 @@ def key_values(text: str, pattern: re.Pattern[str]) -> dict[str, str]:
     return {m.group(1).strip(): m.group(2).strip() for m in pattern.finditer(text)}
 
 
-def first_number(series: pl.Series, pattern: str) -> pl.Series:
-    """Vectorized: group 1 of `pattern` in each string, as Float64 (null where absent or not a number)."""
-    return series.str.extract(pattern, 1).str.to_lowercase().cast(pl.Float64, strict=False)
-
-
 def precision_from_flags(*, fp8: str | None, bf16: str | None, fp16: str | None) -> str | None:
     """Megatron-style flags -> a Precision value; fp8 wins (it runs on top of bf16/fp16)."""
     if fp8 is not None and not is_unset(fp8) and to_bool(fp8) is not False:

@@ -32,7 +32,6 @@ import polars as pl
 
 from ingest.parsers._common import (
     NUM,
-    first_number,
     grad_accum,
     is_unset,
     note,
@@ -76,6 +75,21 @@ _CONFIG_HINT = (
     r"|mindspeed|megatron\.bridge|habana_frameworks|Megatron-DeepSpeed|deepspeed\.launcher"
 )
 
+# Every line _config_line can take something from contains one of these (it reads the line after its rank
+# prefix, a suffix of the line): a necessary condition, so filtering on it changes nothing but the time spent
+# on rank-prefixed chatter, which _CONFIG_HINT alone lets through ("0: [default0]:..." looks like YAML).
+_CONFIG_USED = (
+    r"Primus|MindSpeed|mindspeed|megatron\.bridge|habana_frameworks|DeepSpeed info|deepspeed info"
+    r"|deepspeed\.launcher|using world size|padded vocab|\(UUID|memory \(MB\)|dist_world_size=| --|\.\."
+    r"|(?:" + "|".join(sorted(_KEYS_TEXT := (
+        "num_layers hidden_size ffn_hidden_size num_attention_heads num_query_groups group_query_attention "
+        "padded_vocab_size vocab_size swiglu gated_linear_unit num_experts num_moe_experts moe_router_topk "
+        "seq_length encoder_seq_length global_batch_size micro_batch_size tensor_model_parallel_size "
+        "pipeline_model_parallel_size context_parallel_size expert_model_parallel_size data_parallel_size "
+        "world_size fp16 bf16 fp8 mixed_precision train_iters nproc_per_node nnodes log_interval").split()))
+    + r"): [^\s#]"
+)
+
 _ARG_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*(?: [a-z0-9_]+)?) ?\.{2,} ?(\S.*?)\s*$")
 _YAML = re.compile(r"^\s*([a-z_0-9]+): ([^\s#][^#]*?)\s*(?:#.*)?$")
 _FLAG = re.compile(r"--([a-z][a-z0-9_-]*)(?:[ =](?!--)(\S+))?")
@@ -98,6 +112,7 @@ _KEYS = frozenset({
     "expert_model_parallel_size", "data_parallel_size", "world_size", "fp16", "bf16", "fp8", "mixed_precision",
     "train_iters", "nproc_per_node", "nnodes", "log_interval",
 })
+assert _KEYS == frozenset(_KEYS_TEXT), "_CONFIG_USED must name every key _set keeps"
 
 
 class _Launch(Enum):
@@ -183,7 +198,7 @@ class MegatronParser(LogParser):
     def _segment(self, seg: pl.Series, lineno0: int) -> pl.DataFrame:
         is_iter = seg.str.contains("iteration ", literal=True)
         rest = seg.filter(~is_iter)
-        for line in rest.filter(rest.str.contains(_CONFIG_HINT)).to_list():
+        for line in rest.filter(rest.str.contains(_CONFIG_HINT) & rest.str.contains(_CONFIG_USED)).to_list():
             self._config_line(line)
         if not is_iter.any():
             return empty_steps()
@@ -510,20 +525,43 @@ class MegatronParser(LogParser):
         return meta
 
 
-def _extract(lines: pl.Series) -> dict[str, pl.Series]:
-    """Each _FIELDS value of each line as Float64 (null where absent), skipping regex passes that cannot match.
+# A literal every match of the _FIELDS pattern of the same name contains: a field whose anchor no line of a chunk
+# holds is not searched for at all (most logs print a third of the fields Megatron's variants know).
+_ANCHORS: dict[str, str] = {
+    "elapsed_ms": "elapsed time per iteration (ms):", "lr": "learning rate:", "gbs": "global batch size:",
+    "loss": "loss:", "grad_norm": "grad norm:", "tflops": "(TFLOP/s/GPU):", "tflops_ds": "TFLOPs:",
+    "tok_gpu": "(tokens/s/GPU):", "tgs": "(tgs):", "tok_total": "tokens per second:",
+    "consumed_tokens": "consumed tokens:", "consumed_samples": "consumed samples:", "seqlen": "actual seqlen:",
+    "skipped": "number of skipped iterations:", "nan_iters": "number of nan iterations:",
+    "mem_max": "max mem usage/usage_ratio:", "mem": "mem usage/free/total/usage_ratio:",
+}
+_COUNTS = ("skipped", "nan_iters")  # almost always 0: a literal test stands in for the regex when no line says otherwise
 
-    Cheap literal tests stand in for three fields in the common case: skipped/nan counts are only extracted on
-    lines whose count is not 0, consumed samples only when a line lacks the global batch size.
+
+def _extract(lines: pl.Series) -> dict[str, pl.Series]:
+    """Each _FIELDS value of each line as Float64 (null where absent), in one parallel Polars select.
+
+    Passes that cannot match are skipped: fields whose anchor is in no line, skipped/nan counts when no line's
+    count is non-zero (then 0 where the label is present), consumed samples when every line has the batch size.
     """
-    lazy = {"skipped", "nan_iters", "consumed_samples"}
-    cols = {name: first_number(lines, rx) for name, rx in _FIELDS.items() if name not in lazy}
-    for name, label in (("skipped", "number of skipped iterations:"), ("nan_iters", "number of nan iterations:")):
-        nonzero = lines.str.contains(label + r"\s*[1-9]")
-        present = lines.str.contains(label, literal=True)
-        cols[name] = (first_number(lines, _FIELDS[name]) if nonzero.any()
-                      else pl.Series(name, [0.0] * lines.len()).zip_with(present, pl.Series([None], dtype=pl.Float64)))
-    cols["consumed_samples"] = (first_number(lines, _FIELDS["consumed_samples"]) if cols["gbs"].null_count()
+    frame = lines.to_frame("line")
+    line = pl.col("line")
+    probe = frame.select(
+        *(line.str.contains(anchor, literal=True).any().alias(name) for name, anchor in _ANCHORS.items()),
+        *(line.str.contains(_ANCHORS[name] + r"\s*[1-9]").any().alias(f"{name} > 0") for name in _COUNTS),
+    ).row(0, named=True)
+
+    def field(name: str) -> pl.Expr:
+        if not probe[name]:
+            return pl.lit(None, dtype=pl.Float64).alias(name)
+        if name in _COUNTS and not probe[f"{name} > 0"]:
+            return pl.when(line.str.contains(_ANCHORS[name], literal=True)).then(0.0).otherwise(None).alias(name)
+        return line.str.extract(_FIELDS[name], 1).cast(pl.Float64, strict=False).alias(name)
+
+    eager = [name for name in _FIELDS if name != "consumed_samples"]
+    cols = frame.select(field(name) for name in eager).to_dict()
+    gbs_missing = bool(cols["gbs"].null_count())
+    cols["consumed_samples"] = (frame.select(field("consumed_samples")).to_series() if gbs_missing
                                 else pl.Series("consumed_samples", [None] * lines.len(), dtype=pl.Float64))
     return cols
 

@@ -14,6 +14,7 @@ The two answers are separate columns: a claim can be consistent with its own tok
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,14 +68,39 @@ def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.D
     shapes = {row["id"]: row for row in models.iter_rows(named=True)}
     accels = {row["id"]: row for row in accelerators.iter_rows(named=True)}
     claims = results.filter(pl.col("metric") == "model_tflops_per_device")
-    throughput = results.filter(pl.col("metric") == "tokens_per_s_per_device")
+    throughput = _Throughput(results.filter(pl.col("metric") == "tokens_per_s_per_device"))
     rows = [_audit_one(claim, throughput, shapes, accels, rule) for claim in claims.iter_rows(named=True)]
     if not rows:
         return pl.DataFrame(schema=AUDIT_SCHEMA)
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row")
 
 
-def _audit_one(claim: Mapping[str, Any], throughput: pl.DataFrame, shapes: Mapping[str, Mapping[str, Any]],
+class _Throughput:
+    """The tokens/s rows a claim can be checked against, indexed once (a claim's lookups are then O(1))."""
+
+    def __init__(self, rows: pl.DataFrame) -> None:
+        self.by_config: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+        self.by_model_accelerator: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
+        for row in rows.iter_rows(named=True):
+            self.by_config[_config_key(row)].append(row)
+            self.by_model_accelerator[(row["model_id"], row["accelerator_id"])].append(row)
+
+    def same_config(self, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Rows equal to the claim on every MATCH_KEYS column (a missing value matches only a missing value)."""
+        return self.by_config.get(_config_key(claim), [])
+
+    def same_model_and_accelerator(self, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
+        model, accelerator = claim.get("model_id"), claim.get("accelerator_id")
+        if model is None or accelerator is None:
+            return []
+        return self.by_model_accelerator.get((model, accelerator), [])
+
+
+def _config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(row.get(key) for key in MATCH_KEYS)
+
+
+def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mapping[str, Mapping[str, Any]],
                accels: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> dict[str, Any]:
     row: dict[str, Any] = {k: claim.get(k) for k in ("source_id", "model_id", "accelerator_id", "n_devices",
                                                        "precision", "seq_len", "metric", "unit")}
@@ -100,28 +126,20 @@ def _flops_for(claim: Mapping[str, Any], shapes: Mapping[str, Mapping[str, Any]]
         return None
 
 
-def _same_config(claim: Mapping[str, Any], throughput: pl.DataFrame) -> pl.DataFrame:
-    mask = pl.lit(True)
-    for key in MATCH_KEYS:
-        value = claim.get(key)
-        mask = mask & (pl.col(key).is_null() if value is None else pl.col(key) == value)
-    return throughput.filter(mask)
-
-
-def _consistency(claim: Mapping[str, Any], throughput: pl.DataFrame, shapes: Mapping[str, Mapping[str, Any]],
+def _consistency(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mapping[str, Mapping[str, Any]],
                  rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
     f = _flops_for(claim, shapes, rule)
     if f is None:
         notes.append(f"no architecture for model {claim.get('model_id')!r} in the catalog: FLOPs unknown")
         return "unchecked"
-    pairs = _same_config(claim, throughput)
-    if pairs.height:
-        best = min(pairs["value"].to_list(), key=lambda tps: abs(relative_difference(claim["value"], m.model_tflops(tps, f))))
+    pairs = throughput.same_config(claim)
+    if pairs:
+        best = min((p["value"] for p in pairs), key=lambda tps: abs(relative_difference(claim["value"], m.model_tflops(tps, f))))
         recomputed = m.model_tflops(best, f)
         diff = relative_difference(claim["value"], recomputed)
         row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best}
-        if pairs.height > 1:
-            notes.append(f"{pairs.height} tokens/s rows share this configuration; the closest was used")
+        if len(pairs) > 1:
+            notes.append(f"{len(pairs)} tokens/s rows share this configuration; the closest was used")
         if abs(diff) <= rule.tolerance:
             return "consistent"
         return _other_convention(claim, best, shapes, rule, notes)
@@ -144,12 +162,10 @@ def _other_convention(claim: Mapping[str, Any], tps: float, shapes: Mapping[str,
     return "inconsistent"
 
 
-def _match_elsewhere(claim: Mapping[str, Any], throughput: pl.DataFrame, f: float, rule: AuditRule,
+def _match_elsewhere(claim: Mapping[str, Any], throughput: _Throughput, f: float, rule: AuditRule,
                      row: dict[str, Any], notes: list[str]) -> str:
-    others = throughput.filter((pl.col("model_id") == claim.get("model_id"))
-                               & (pl.col("accelerator_id") == claim.get("accelerator_id")))
     matches = []
-    for other in others.iter_rows(named=True):
+    for other in throughput.same_model_and_accelerator(claim):
         recomputed = m.model_tflops(other["value"], f)
         diff = relative_difference(claim["value"], recomputed)
         if abs(diff) <= rule.tolerance:

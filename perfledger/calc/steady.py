@@ -78,23 +78,41 @@ def label_steps(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> pl.Seri
     """One label per row of `steps` (ordered by step): "warmup", "stall", "steady" or "untimed"."""
     if steps.height == 0:
         return pl.Series("phase", [], dtype=pl.String)
-    frame = steps.select(
-        pl.col("step"),
-        pl.col("step_time_s").cast(pl.Float64).alias("t"),
-        _window_expr(rule, steps.height).alias("inside"),
-    ).with_columns(timed=pl.col("t").is_not_null() & pl.col("t").is_finite() & (pl.col("t") > 0))
-    threshold = _stall_threshold(frame.filter(pl.col("inside") & pl.col("timed"))["t"], rule)
-    stalled = pl.col("t") > threshold if threshold is not None else pl.lit(False)
-    return frame.select(
-        pl.when(~pl.col("inside"))
-        .then(pl.lit("warmup"))
-        .when(~pl.col("timed"))
-        .then(pl.lit("untimed"))
-        .when(stalled)
-        .then(pl.lit("stall"))
+    p = _phases(steps, rule)
+    return pl.select(
+        pl.when(~p.inside).then(pl.lit("warmup"))
+        .when(~p.timed).then(pl.lit("untimed"))
+        .when(p.stalled).then(pl.lit("stall"))
         .otherwise(pl.lit("steady"))
         .alias("phase")
     )["phase"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Phases:
+    """Boolean masks over steps ordered by step (a bit per row: a run of millions of steps stays small)."""
+
+    inside: pl.Series  # past the warm-up (or inside the window chosen by hand)
+    timed: pl.Series  # has a finite, positive step time
+    stalled: pl.Series  # inside, timed and slower than the stall threshold
+    time_s: pl.Series
+
+    @property
+    def steady(self) -> pl.Series:
+        return self.inside & self.timed & ~self.stalled
+
+    @property
+    def window(self) -> pl.Series:  # steady or untimed
+        return self.inside & ~self.stalled
+
+
+def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
+    t = steps["step_time_s"].cast(pl.Float64)
+    inside = steps.select(_window_expr(rule, steps.height))[:, 0]
+    timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
+    threshold = _stall_threshold(t.filter(inside & timed), rule)
+    stalled = (inside & timed & (t > threshold)).fill_null(False) if threshold is not None else inside & False
+    return _Phases(inside=inside, timed=timed, stalled=stalled, time_s=t)
 
 
 def _window_expr(rule: SteadyRule, n: int) -> pl.Expr:
@@ -128,25 +146,26 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
     """
     if steps.height == 0:
         raise InvalidInput("the run has no steps, so it has no steady state")
-    ordered = steps.sort("step")
-    phase = label_steps(ordered, rule)
-    frame = ordered.with_columns(phase)
-    steady = frame.filter(pl.col("phase") == "steady")
-    window = frame.filter(pl.col("phase").is_in(["steady", "untimed"]))
-    times = steady["step_time_s"].cast(pl.Float64)
+    ordered = steps.select("step", "step_time_s", "tokens")
+    if not ordered["step"].is_sorted():
+        ordered = ordered.sort("step")
+    p = _phases(ordered, rule)
+    steady = p.steady
+    window_steps = ordered["step"].filter(p.window)
+    times = p.time_s.filter(steady)
     median = _q(times, 0.5)
     p99 = _q(times, 0.99)
     return SteadyState(
-        first_step=_int_or_none(window["step"].min()),
-        last_step=_int_or_none(window["step"].max()),
-        steps_in_window=window.height,
-        warmup_steps=int((frame["phase"] == "warmup").sum()),
-        stalls=int((frame["phase"] == "stall").sum()),
+        first_step=_int_or_none(window_steps.min()),
+        last_step=_int_or_none(window_steps.max()),
+        steps_in_window=window_steps.len(),
+        warmup_steps=int((~p.inside).sum()),
+        stalls=int(p.stalled.sum()),
         step_time_s_median=median,
         step_time_s_p99=p99,
         jitter_cv=_cv(times),
         jitter_p99_p50=(p99 / median) if median and p99 is not None else None,
-        tokens_per_s=_tokens_per_s(steady),
+        tokens_per_s=_tokens_per_s(times, ordered["tokens"].filter(steady)),
         rule=rule,
     )
 
@@ -164,12 +183,12 @@ def _cv(values: pl.Series) -> float | None:
     return float(values.std()) / mean if mean > 0 else None  # type: ignore[arg-type]
 
 
-def _tokens_per_s(steady: pl.DataFrame) -> float | None:
-    timed = steady.filter(pl.col("tokens").is_not_null() & pl.col("tokens").is_finite())
-    total_time = float(timed["step_time_s"].sum()) if timed.height else 0.0
-    if timed.height == 0 or total_time <= 0:
+def _tokens_per_s(times: pl.Series, tokens: pl.Series) -> float | None:
+    counted = tokens.is_not_null() & tokens.is_finite()
+    total_time = float(times.filter(counted).sum()) if counted.any() else 0.0
+    if total_time <= 0:
         return None
-    return float(timed["tokens"].sum()) / total_time
+    return float(tokens.filter(counted).sum()) / total_time
 
 
 def _int_or_none(value: Any) -> int | None:
