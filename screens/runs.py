@@ -72,6 +72,24 @@ def upload_panel() -> None:
             st.rerun()
 
 
+def delete_panel(run_id: int) -> None:
+    """Delete a run (its steps and the results it produced) after a confirmation; same guards as upload."""
+    if cfg.read_only:
+        return
+    with st.expander("Delete this run", icon=":material/delete:", expanded=False):
+        if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key="ru_del_tok")):
+            st.caption("Writing is protected: enter the upload token.")
+            return
+        sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key="ru_del_ok")
+        if st.button("Delete", type="primary", disabled=not sure, key="ru_del"):
+            try:
+                store.delete_run(db, run_id)
+            except PerfledgerError as exc:
+                _ui.render_error(exc)
+            st.query_params.clear()
+            st.rerun()
+
+
 upload_panel()
 _ui.stop_if_empty(db)
 runs = views.table(SLUG, replace(state, run=0, vs=0), db)
@@ -90,11 +108,13 @@ if not state.run:
     st.stop()
 
 ids = runs["id"].to_list()
+names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
 c1, c2, c3, c4 = st.columns(4)
 state = replace(state,
-                run=int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key="ru_run")),
+                run=int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key="ru_run",
+                                     format_func=names.__getitem__)),
                 vs=int(c2.selectbox("Compare with", [0, *ids], index=([0, *ids].index(state.vs) if state.vs in ids else 0), key="ru_vs",
-                                    format_func=lambda i: "—" if i == 0 else f"run {i}")),
+                                    format_func=lambda i: "—" if i == 0 else names[i])),
                 warmup_fraction=float(c3.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01, key="ru_wf")))
 first, last = c4.number_input("Window first step (-1 = rule)", -1, value=state.first, key="ru_w0"), state.last
 state = replace(state, first=int(first))
@@ -112,9 +132,15 @@ st.caption(summary.rule.describe())
 st.altair_chart(charts.step_times(steps), width="stretch")
 st.altair_chart(charts.loss_curve(steps), width="stretch")
 st.markdown("**Nearest published claims** for the same model and accelerator")
-_ui.show_table(views.nearest_claims(db, state.run), key="runs_claims")
+claims = views.nearest_claims(db, state.run)
+if claims.height:
+    _ui.show_table(claims, key="runs_claims")
+else:
+    st.caption("No published claim in the ledger for this run's model and accelerator (or the log names neither: "
+               "ingest it again with --model and --accelerator).")
 if state.vs:
     st.markdown(f"**Config diff: run {state.run} vs run {state.vs}**")
     _ui.show_table(views.config_diff(db, state.run, state.vs), key="runs_diff")
 _ui.download(SLUG, state, db)
 _ui.show_formula(views.FORMULAS_BY_PAGE[SLUG])
+delete_panel(state.run)

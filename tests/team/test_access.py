@@ -100,3 +100,33 @@ def test_a_non_ascii_token_attempt_is_refused_not_a_crash(seeded_url: str, monke
     at = _runs_page(monkeypatch, seeded_url, "s3cret-token")
     at.text_input(key="ru_tok").input("pässwörd").run()  # type: ignore[attr-defined]
     assert not at.exception and not _uploaders(at)  # type: ignore[attr-defined]
+
+
+def _run_page(monkeypatch: pytest.MonkeyPatch, url: str, token: str | None, run_id: int) -> object:
+    at = _runs_page(monkeypatch, url, token)
+    at.query_params["run"] = str(run_id)  # type: ignore[attr-defined]
+    return at.run()  # type: ignore[attr-defined]
+
+
+def test_deleting_a_run_needs_the_token_and_a_confirmation_and_removes_it(seeded_url: str,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = store.engine_from_url(seeded_url)
+    run_id = ingest_path(engine, MEGATRON).run_id
+    assert run_id is not None
+    at = _run_page(monkeypatch, seeded_url, "s3cret-token", run_id)
+    assert not at.exception and not at.get("button")  # type: ignore[attr-defined]
+    at.text_input(key="ru_del_tok").input("s3cret-token").run()  # type: ignore[attr-defined]
+    delete = at.button(key="ru_del")  # type: ignore[attr-defined]
+    assert delete.disabled
+    at.checkbox(key="ru_del_ok").check().run()  # type: ignore[attr-defined]
+    at.button(key="ru_del").click().run()  # type: ignore[attr-defined]
+    assert not at.exception  # type: ignore[attr-defined]
+    assert store.run(engine, run_id) is None and store.steps(engine, run_id).height == 0
+
+
+def test_delete_is_hidden_when_read_only(seeded_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_id = ingest_path(store.engine_from_url(seeded_url), MEGATRON).run_id
+    assert run_id is not None
+    monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
+    at = _run_page(monkeypatch, seeded_url, None, run_id)
+    assert not at.exception and not [e for e in at.get("expandable") if "Delete" in str(e.label)]  # type: ignore[attr-defined]
