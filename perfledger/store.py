@@ -600,6 +600,17 @@ def results(
     return query(engine, stmt)
 
 
+def result_counts(engine: Engine, by: str) -> pl.DataFrame:
+    """Result rows and distinct sources per value of `by` (source_kind or a result column), counted in SQL."""
+    r, src = schema.result, schema.source
+    column = src.c.kind if by == "source_kind" else r.c[by]
+    stmt = (sa.select(column.label(by), sa.func.count().label("result rows"),
+                      sa.func.count(sa.distinct(r.c.source_id)).label("sources"))
+            .select_from(r.outerjoin(src, r.c.source_id == src.c.id))
+            .group_by(column))
+    return query(engine, stmt)
+
+
 def accelerators(engine: Engine) -> pl.DataFrame:
     return query(engine, sa.select(schema.accelerator).order_by(schema.accelerator.c.id))
 

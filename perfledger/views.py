@@ -317,10 +317,10 @@ def _eq(column: str, value: str) -> pl.Expr:
 
 def overview_table(state: OverviewView, engine: Engine) -> pl.DataFrame:
     column = {"kind": "source_kind", "accelerator": "accelerator_id", "model": "model_id", "metric": "metric", "framework": "framework"}[state.by]
-    rows = store.results(engine)
+    counts = store.result_counts(engine, column)
     return (
-        rows.group_by(pl.col(column).fill_null("(not stated)").alias(state.by))
-        .agg(pl.len().alias("result rows"), pl.col("source_id").n_unique().alias("sources"))
+        counts.select(pl.col(column).fill_null("(not stated)").alias(state.by),
+                      pl.col("result rows").cast(pl.UInt32), pl.col("sources").cast(pl.UInt32))
         .sort(["result rows", state.by], descending=[True, False])
     )
 
@@ -494,7 +494,8 @@ ACCEL_SCHEMA: dict[str, pl.DataType] = {
     "accelerator": pl.String(), "accelerator name": pl.String(), "model": pl.String(), "devices": pl.Int64(),
     "precision": pl.String(), "framework": pl.String(), "metric": pl.String(),
     "value": pl.Float64(), "unit": pl.String(), "normalized": pl.Float64(), "normalized unit": pl.String(),
-    "peak TFLOPS used": pl.Float64(), "why": pl.String(), "source": pl.String(), "result id": pl.Int64(),
+    "peak TFLOPS used": pl.Float64(), "measured matmul TFLOPS": pl.Float64(), "MFU vs measured peak": pl.Float64(),
+    "why": pl.String(), "source": pl.String(), "result id": pl.Int64(),
 }
 
 
@@ -527,17 +528,37 @@ def _normalized(row: Mapping[str, Any], acc: Mapping[str, Any] | None, state: Ac
     return v, "MFU (fraction)", peak.tflops, (note + why + (f"; {peak.note}" if peak.note else "")).strip("; ")
 
 
+def _measured_peaks(engine: Engine) -> dict[tuple[str, str], float]:
+    """The highest matmul TFLOPS the micro-benchmark measured, per (accelerator, precision)."""
+    rows = store.results(engine, metric="matmul_tflops")
+    best = rows.group_by("accelerator_id", "precision").agg(pl.col("value").max())
+    return {(str(a), str(p)): float(v) for a, p, v in best.iter_rows() if a is not None and v}
+
+
+def _vs_measured(row: Mapping[str, Any], mfu: float | None, peak: float | None,
+                 measured: Mapping[tuple[str, str], float]) -> tuple[float | None, float | None]:
+    """(measured matmul peak, MFU against it) for an MFU row: model TFLOPS / what this machine really reached."""
+    precision = row.get("precision") if row.get("precision") not in (None, "", "unstated") else "bf16"
+    achievable = measured.get((str(row["accelerator_id"]), str(precision)))
+    if mfu is None or peak is None or achievable is None:
+        return achievable, None
+    return achievable, _safe(lambda: metrics.mfu(mfu * peak, achievable))[0]
+
+
 def accelerator_table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
     rows = store.results(engine, metric=state.metric, model_ids=list(state.models) or None)
     accs, models = _rows_by_id(store.accelerators(engine)), _rows_by_id(store.models(engine))
+    measured = _measured_peaks(engine) if state.norm == "mfu" else {}
     out = []
     for r in rows.to_dicts():
         norm, norm_unit, peak, why = _normalized(r, accs.get(str(r["accelerator_id"])), state, models)
+        achievable, vs_measured = _vs_measured(r, norm, peak, measured) if state.norm == "mfu" else (None, None)
         out.append({
             "accelerator": r["accelerator_id"], "accelerator name": r["accelerator_name"] or r["accelerator_as_printed"],
             "model": r["model_id"], "devices": r["n_devices"], "precision": r["precision"], "framework": r["framework"],
             "metric": r["metric"], "value": r["value"], "unit": r["unit"], "normalized": norm,
-            "normalized unit": norm_unit, "peak TFLOPS used": peak, "why": why, "source": r["source_id"], "result id": r["id"],
+            "normalized unit": norm_unit, "peak TFLOPS used": peak, "measured matmul TFLOPS": achievable,
+            "MFU vs measured peak": vs_measured, "why": why, "source": r["source_id"], "result id": r["id"],
         })
     frame = pl.DataFrame(out, schema=ACCEL_SCHEMA, strict=False) if out else pl.DataFrame(schema=ACCEL_SCHEMA)
     return frame.sort(["model", "normalized"], descending=[False, True], nulls_last=True)

@@ -43,13 +43,20 @@ def show_preview(pre: pipeline.IngestOutcome) -> None:
         st.info("\n".join(f"- {w}" for w in pre.summary.warnings), icon=":material/info:")
 
 
+def token_unlocks_writing(key: str) -> bool:
+    """Inside a write panel: True without an upload token, else when the one typed matches (says so if not)."""
+    if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key=key)):
+        st.caption("Writing is protected: enter the upload token.")
+        return False
+    return True
+
+
 def upload_panel() -> None:
     """Upload -> preview -> commit; hidden when read-only, token-guarded when a token is set."""
     if cfg.read_only:
         return
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
-        if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key="ru_tok")):
-            st.caption("Writing is protected: enter the upload token.")
+        if not token_unlocks_writing("ru_tok"):
             return
         f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf… (gzip ok, up to {cfg.max_upload_mb} MB)", key="ru_file")
         if f is None:
@@ -77,8 +84,7 @@ def delete_panel(run_id: int) -> None:
     if cfg.read_only:
         return
     with st.expander("Delete this run", icon=":material/delete:", expanded=False):
-        if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key="ru_del_tok")):
-            st.caption("Writing is protected: enter the upload token.")
+        if not token_unlocks_writing("ru_del_tok"):
             return
         sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key="ru_del_ok")
         if st.button("Delete", type="primary", disabled=not sure, key="ru_del"):

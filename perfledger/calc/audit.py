@@ -65,11 +65,11 @@ def relative_difference(reported: float, recomputed: float) -> float:
 def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                  rule: AuditRule = AuditRule()) -> pl.DataFrame:
     """One row per model-TFLOPS claim with reported, recomputed, rel_diff, tolerance, verdict and why."""
-    shapes = {row["id"]: row for row in models.iter_rows(named=True)}
+    flops = _Flops({row["id"]: row for row in models.iter_rows(named=True)})
     accels = {row["id"]: row for row in accelerators.iter_rows(named=True)}
     claims = results.filter(pl.col("metric") == "model_tflops_per_device")
     throughput = _Throughput(results.filter(pl.col("metric") == "tokens_per_s_per_device"))
-    rows = [_audit_one(claim, throughput, shapes, accels, rule) for claim in claims.iter_rows(named=True)]
+    rows = [_audit_one(claim, throughput, flops, accels, rule) for claim in claims.iter_rows(named=True)]
     if not rows:
         return pl.DataFrame(schema=AUDIT_SCHEMA)
     return pl.DataFrame(rows, schema=AUDIT_SCHEMA, orient="row")
@@ -100,7 +100,7 @@ def _config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(row.get(key) for key in MATCH_KEYS)
 
 
-def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mapping[str, Mapping[str, Any]],
+def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
                accels: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> dict[str, Any]:
     row: dict[str, Any] = {k: claim.get(k) for k in ("source_id", "model_id", "accelerator_id", "n_devices",
                                                        "precision", "seq_len", "metric", "unit")}
@@ -108,27 +108,40 @@ def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mappin
             "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula), "recomputed": None, "rel_diff": None,
             "tokens_per_s_per_device": None, "mfu_at_stated_precision": None, "peak_used": None}
     notes: list[str] = []
-    verdict = _consistency(claim, throughput, shapes, rule, row, notes)
+    verdict = _consistency(claim, throughput, flops, rule, row, notes)
     row["verdict"] = verdict
     row["plausibility"] = _plausibility(claim, accels, rule, row, notes)
     row["explanation"] = "; ".join(notes)
     return row
 
 
-def _flops_for(claim: Mapping[str, Any], shapes: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> float | None:
-    shape_row = shapes.get(claim.get("model_id") or "")
-    if shape_row is None:
-        return None
-    seq_len = claim.get("seq_len") or shape_row.get("seq_len")
-    try:
-        return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq_len), rule.formula)
-    except (InvalidInput, TypeError, ValueError):
-        return None
+class _Flops:
+    """FLOPs per token by (model, seq len, formula), each computed once: thousands of claims share a few models."""
+
+    def __init__(self, shapes: Mapping[str, Mapping[str, Any]]) -> None:
+        self.shapes = shapes
+        self._known: dict[tuple[str, Any, str], float | None] = {}
+
+    def per_token(self, claim: Mapping[str, Any], formula: str) -> float | None:
+        key = (claim.get("model_id") or "", claim.get("seq_len"), formula)
+        if key not in self._known:
+            self._known[key] = self._compute(*key)
+        return self._known[key]
+
+    def _compute(self, model_id: str, seq_len: Any, formula: str) -> float | None:
+        shape_row = self.shapes.get(model_id)
+        if shape_row is None:
+            return None
+        try:
+            return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq_len or shape_row.get("seq_len")),
+                                      formula)
+        except (InvalidInput, TypeError, ValueError):
+            return None
 
 
-def _consistency(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mapping[str, Mapping[str, Any]],
+def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
                  rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
-    f = _flops_for(claim, shapes, rule)
+    f = flops.per_token(claim, rule.formula)
     if f is None:
         notes.append(f"no architecture for model {claim.get('model_id')!r} in the catalog: FLOPs unknown")
         return "unchecked"
@@ -142,17 +155,17 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, shapes: Mapp
             notes.append(f"{len(pairs)} tokens/s rows share this configuration; the closest was used")
         if abs(diff) <= rule.tolerance:
             return "consistent"
-        return _other_convention(claim, best, shapes, rule, notes)
+        return _other_convention(claim, best, flops, rule, notes)
     return _match_elsewhere(claim, throughput, f, rule, row, notes)
 
 
-def _other_convention(claim: Mapping[str, Any], tps: float, shapes: Mapping[str, Mapping[str, Any]],
+def _other_convention(claim: Mapping[str, Any], tps: float, flops: _Flops,
                       rule: AuditRule, notes: list[str]) -> str:
     """Frameworks changed how they count FLOPs; a claim that matches another named formula says which."""
     for name in fl.FORMULAS:
         if name == rule.formula:
             continue
-        f = _flops_for(claim, shapes, AuditRule(rule.tolerance, rule.mfu_ceiling, name))
+        f = flops.per_token(claim, name)
         if f is None:
             continue
         diff = relative_difference(claim["value"], m.model_tflops(tps, f))

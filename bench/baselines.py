@@ -1,0 +1,76 @@
+"""Plain-Python baselines: a regex loop per format extracting the same step fields as our parsers.
+
+No Polars, no store: read lines, pick the step lines with a substring test, one re.search per field. This is
+the floor a "just write a loop" parser would reach; the ingest must be at least 2x faster on the Megatron log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[nN][aA][nN]|[iI][nN][fF])"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]")
+
+_MEGATRON = [re.compile(p) for p in (
+    r"iteration\s+(\d+)\s*/\s*\d+\s*\|",
+    rf"elapsed time per iteration \(ms\):\s*({NUM})",
+    rf"learning rate:\s*({NUM})\s*\|",
+    r"global batch size:\s*(\d+)\s*\|",
+    rf"lm[ -]loss:\s*({NUM})\s*\|",
+    rf"grad norm:\s*({NUM})\s*\|",
+    rf"throughput per GPU \(TFLOP/s/GPU\):\s*({NUM})",
+    r"consumed samples:\s*(\d+)\s*\|",
+    r"number of skipped iterations:\s*(\d+)\s*\|",
+    r"number of nan iterations:\s*(\d+)\s*\|",
+)]
+_TITAN = [re.compile(p) for p in (
+    r"step:\s*(\d+)", rf"loss:\s*({NUM})", rf"grad_norm:\s*({NUM})", rf"memory:\s*({NUM})GiB",
+    r"tps:\s*([\d,]+)", rf"tflops:\s*({NUM})", rf"mfu:\s*({NUM})%",
+)]
+
+
+def _num(m: re.Match[str] | None) -> float | None:
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def megatron(path: Path) -> int:
+    rows = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "iteration " in line and "elapsed time per iteration" in line:
+                rows.append([_num(rx.search(line)) for rx in _MEGATRON])
+    return len(rows)
+
+
+def torchtitan(path: Path) -> int:
+    rows = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "step:" in line and "validate" not in line:
+                if "\x1b" in line:
+                    line = _ANSI.sub("", line)
+                rows.append([_num(rx.search(line)) for rx in _TITAN])
+    return len(rows)
+
+
+def mlperf(path: Path) -> int:
+    rows = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            at = line.find(":::MLLOG ")
+            if at < 0:
+                continue
+            event = json.loads(line[at + 9:])
+            if event.get("key") == "tracked_stats":
+                meta = event.get("metadata") or {}
+                rows.append((meta.get("step"), event.get("time_ms"), event.get("value")))
+    return len(rows)
+
+
+LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf}
+
+if __name__ == "__main__":  # python bench/baselines.py FORMAT FILE -> rows found
+    print(LOOPS[sys.argv[1]](Path(sys.argv[2])))

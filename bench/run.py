@@ -1,0 +1,444 @@
+"""perfledger benchmark: a measurement, not a test. Prints a table (and with --json one object).
+
+    .venv/bin/python bench/run.py [--quick] [--json] [--repeats N] [--keep DIR]
+
+Inputs are built at run time from tests/fixtures/logs into a temp dir (bench/inputs.py) and deleted after.
+Every timing is the median of --repeats runs (default 3), with min and max; ratios are medians over medians,
+measured in the same run on the same files:
+  (1) `python -m ingest FILE --db duckdb:///<fresh>` end to end (subprocess, fresh DB each run) per format,
+      vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file;
+  (2) peak RSS of that ingest process (os.wait4 rusage of the child), small vs large file;
+  (3) MLPerf: our parser vs mlperf-logging's reader, when that package is installed;
+  (4) a DuckDB store (full: 1,000 runs, 10M steps, 100k results) built in bulk: each page's
+      perfledger.views.table(slug, default state) and store.steps for the biggest run vs bare SQL;
+  (5) CSV export of 100k result rows through views.render vs polars write_csv of the same frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+import inputs  # noqa: E402
+
+BASELINES = HERE / "baselines.py"  # run as a child: python bench/baselines.py FORMAT FILE -> rows
+
+MB = 1_000_000  # throughput in decimal MB/s, like wc and most tools
+TARGETS = {"ingest_vs_wc_ratio": 0.03, "ingest_vs_regex_loop_ratio": 2.0, "ingest_peak_rss_mb": 300.0,
+           "view_vs_sql_ratio_max": 2.0}
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> tuple[dict[str, float], Any]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return stats(times), out
+
+
+def machine() -> dict[str, Any]:
+    import duckdb
+    import polars
+
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
+            "load_1min": load, "python": platform.python_version(), "duckdb": duckdb.__version__,
+            "polars": polars.__version__, "platform": platform.platform()}
+
+
+def run_child(cmd: list[str]) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS MB, exit code, stdout) of one child process, its own rusage only."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text = out.read().decode(errors="replace")
+        if proc.returncode:
+            text += err.read().decode(errors="replace")
+    return seconds, usage.ru_maxrss / 1024, proc.returncode, text  # ru_maxrss is KiB on Linux
+
+
+# -------------------------------------------------------------------------------------------- ingest
+
+
+def bench_ingest(fmt: str, path: Path, work: Path, repeats: int) -> dict[str, Any]:
+    size = path.stat().st_size
+    wc, _ = timed(lambda: subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True), repeats)
+    # In a child, like ours: run here, the loop's rows would raise this process's RSS high-water mark, which
+    # every later child inherits through fork and reports as its own peak.
+    loop, (_, _, _, loop_out) = timed(lambda: run_child([sys.executable, str(BASELINES), fmt, str(path)]), repeats)
+    rows = int(loop_out.strip() or 0)
+    times, rss, steps = [], [], None
+    for i in range(repeats):
+        db = work / f"ingest_{fmt}_{size}_{i}.duckdb"
+        seconds, peak, code, out = run_child([sys.executable, "-m", "ingest", str(path), "--db", f"duckdb:///{db}",
+                                              "--json"])
+        db.unlink(missing_ok=True)
+        Path(f"{db}.wal").unlink(missing_ok=True)
+        if code != 0:
+            raise SystemExit(f"ingest of {path} failed ({code}):\n{out[-2000:]}")
+        steps = json.loads(out.splitlines()[0])["steps"]
+        times.append(seconds)
+        rss.append(peak)
+    t = stats(times)
+    mbs = {k: size / MB / t[k] for k in ("median",)} | {"min": size / MB / t["max"], "max": size / MB / t["min"]}
+    return {"format": fmt, "file_mb": size / MB, "steps": steps, "baseline_rows": rows, "seconds": t,
+            "mb_s": mbs, "wc_mb_s": size / MB / wc["median"], "regex_loop_mb_s": size / MB / loop["median"],
+            "vs_wc": wc["median"] / t["median"], "vs_regex_loop": loop["median"] / t["median"],
+            "peak_rss_mb": stats(rss)}
+
+
+def startup(work: Path, repeats: int) -> dict[str, Any]:
+    """The fixed cost of a `python -m ingest` process on a tiny log (imports, schema, summary)."""
+    tiny = ROOT / "tests" / "fixtures" / "logs" / "bigscience_meg_gpt2_perf_n16_v100.out"
+    times, rss = [], []
+    for i in range(repeats):
+        db = work / f"tiny_{i}.duckdb"
+        seconds, peak, code, out = run_child([sys.executable, "-m", "ingest", str(tiny), "--db", f"duckdb:///{db}"])
+        if code:
+            raise SystemExit(out)
+        db.unlink(missing_ok=True)
+        times.append(seconds)
+        rss.append(peak)
+    return {"seconds": stats(times), "peak_rss_mb": stats(rss)}
+
+
+def bench_mlperf_reader(path: Path, repeats: int) -> dict[str, Any]:
+    from ingest.parsers.mlperf import MlperfParser
+    from ingest.text import iter_line_chunks
+
+    def ours() -> int:
+        parser = MlperfParser(path.name)
+        n = 0
+        with path.open("rb") as f:
+            for lineno, lines in iter_line_chunks(f):
+                n += parser.feed(lines, lineno).height
+        parser.finish()
+        tail = getattr(parser, "final_steps", None)
+        return n + (tail().height if tail else 0)
+
+    t_ours, n = timed(ours, repeats)
+    out: dict[str, Any] = {"file_mb": path.stat().st_size / MB, "ours_s": t_ours, "ours_rows": n,
+                           "ours_mb_s": path.stat().st_size / MB / t_ours["median"]}
+    try:
+        from mlperf_logging.compliance_checker import mlp_parser  # type: ignore[import-not-found]
+    except ImportError:
+        out["mlperf_logging"] = "not installed"
+        return out
+    reader = getattr(mlp_parser, "parse_file", None)
+    if reader is None:
+        out["mlperf_logging"] = "installed, but no mlp_parser.parse_file"
+        return out
+    t_ref, _ = timed(lambda: reader(str(path)), repeats)
+    out |= {"mlperf_logging": "installed", "reference_s": t_ref, "ours_vs_reference": t_ref["median"] / t_ours["median"]}
+    return out
+
+
+# --------------------------------------------------------------------------------------------- store
+
+
+def build_store(url: str, db_path: Path, n_runs: int, n_steps: int, n_results: int) -> dict[str, Any]:
+    """Seed data/ through the store, then grow result/run/step in bulk with DuckDB SQL (setup speed only)."""
+    import duckdb
+
+    from perfledger import store
+
+    t0 = time.perf_counter()
+    engine = store.engine_from_url(url)
+    store.init_store(engine, ROOT / "data")
+    engine.dispose()
+    per_run = max(1, n_steps // n_runs)
+    con = duckdb.connect(str(db_path))
+    seeded = con.execute("SELECT count(*) FROM result").fetchone()[0]
+    cols = [r[0] for r in con.execute("DESCRIBE result").fetchall() if r[0] not in ("id", "row_key")]
+    copies = max(0, -(-(n_results - seeded) // max(seeded, 1)))
+    con.execute(f"""
+        INSERT INTO result (id, row_key, {', '.join(cols)})
+        SELECT row_number() OVER () + (SELECT max(id) FROM result), md5(k::VARCHAR || '/' || r.row_key),
+               {', '.join('r.' + c for c in cols)}
+        FROM result r, range(1, {copies + 1}) t(k)
+        LIMIT {max(0, n_results - seeded)}""")
+    config = json.dumps({"model": "llama2-7b", "accelerator": "h100-sxm", "n_devices": 8, "precision": "bf16",
+                         "seq_len": 4096, "global_batch": 128})
+    summary = json.dumps({"first_step": 10, "last_step": per_run, "step_time_s_median": 1.5,
+                          "tokens_per_s_per_device": 4000.0, "model_tflops_per_device": 400.0, "mfu": 0.4,
+                          "jitter_cv": 0.05})
+    con.execute("""
+        INSERT INTO run (id, content_sha256, format, file_name, file_bytes, ingested_at, config, warnings, summary,
+                         n_steps, skipped_lines)
+        SELECT i, sha256(i::VARCHAR), 'megatron', 'bench_' || i || '.log', 1000000, now(), ?, '[]', ?, ?, 0
+        FROM range(1, ? + 1) t(i)""", [config, summary, per_run, n_runs])
+    con.execute(f"""
+        INSERT INTO step (run_id, step, step_time_s, tokens, samples, loss, lr, grad_norm,
+                          reported_tflops_per_device, reported_mfu, reported_tokens_per_s_per_device, memory_gb)
+        SELECT r, s, 1.5 + 0.1 * sin(s) + CASE WHEN s % 500 = 0 THEN 5 ELSE 0 END, 524288, 128,
+               10.0 / (1 + s / 100.0), 3e-4, 1.0 + 0.01 * cos(s), 400, 0.4, 4000, 60
+        FROM range(1, {n_runs} + 1) a(r), range(1, {per_run} + 1) b(s)""")
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("run", "step", "result")}
+    con.close()
+    return counts | {"setup_s": time.perf_counter() - t0, "steps_per_run": per_run}
+
+
+_RESULTS_SQL = """
+    SELECT r.* EXCLUDE (row_key), s.kind AS source_kind, s.title AS source_title, s.url AS source_url,
+           s.date AS source_date, a.name AS accelerator_name, a.vendor AS accelerator_vendor, m.name AS model_name
+    FROM result r LEFT JOIN source s ON r.source_id = s.id LEFT JOIN accelerator a ON r.accelerator_id = a.id
+    LEFT JOIN model m ON r.model_id = m.id ORDER BY r.id"""
+# Bare SQL per page: the same aggregate where the page's table is one SQL could compute, else the rows the
+# page must read (its own work on top is what the ratio shows).
+BARE_SQL = {
+    "overview": """SELECT coalesce(s.kind, '(not stated)') AS kind, count(*) AS "result rows",
+                          count(DISTINCT r.source_id) AS sources
+                   FROM result r LEFT JOIN source s ON r.source_id = s.id GROUP BY 1 ORDER BY 2 DESC, 1""",
+    "speedups": _RESULTS_SQL,
+    "accelerators": _RESULTS_SQL,
+    "scaling": _RESULTS_SQL,
+    "time-to-train": "SELECT * FROM accelerator, model",
+    "runs": """SELECT id, file_name, format, ingested_at, n_steps, skipped_lines,
+                      json_extract_string(config, '$.model') AS model,
+                      json_extract_string(config, '$.accelerator') AS accelerator,
+                      json_extract(config, '$.n_devices')::BIGINT AS n_devices,
+                      json_extract_string(config, '$.precision') AS precision,
+                      json_extract(summary, '$.step_time_s_median')::DOUBLE AS step_time_s_median,
+                      json_extract(summary, '$.tokens_per_s_per_device')::DOUBLE AS tokens_per_s_per_device,
+                      json_extract(summary, '$.model_tflops_per_device')::DOUBLE AS model_tflops_per_device,
+                      json_extract(summary, '$.mfu')::DOUBLE AS mfu,
+                      json_extract(summary, '$.jitter_cv')::DOUBLE AS jitter_cv
+               FROM run ORDER BY id DESC""",
+    "audit": _RESULTS_SQL,
+    "sources": """SELECT s.id, s.kind, s.date, s.title, s.publisher, s.url, s.evidence,
+                         coalesce(n.n, 0) AS n_results
+                  FROM source s LEFT JOIN (SELECT source_id, count(*) AS n FROM result GROUP BY 1) n
+                  ON n.source_id = s.id ORDER BY s.id""",
+}
+_STEPS_SQL = """SELECT step, step_time_s, tokens, samples, loss, lr, grad_norm, reported_tflops_per_device,
+                       reported_mfu, reported_tokens_per_s_per_device, memory_gb
+                FROM step WHERE run_id = ? ORDER BY step"""
+
+
+def bench_views(url: str, db_path: Path, repeats: int) -> dict[str, Any]:
+    import duckdb
+    import polars as pl
+
+    from perfledger import store, views
+
+    engine = store.engine_from_url(url)
+
+    def bare(sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        con = duckdb.connect(str(db_path), read_only=True)  # a fresh connection, like the store's NullPool
+        try:
+            return con.execute(sql, params or []).pl()
+        finally:
+            con.close()
+
+    pages: dict[str, Any] = {}
+    for slug in views.SLUGS:
+        try:
+            state = views.PAGE_STATES[slug]()
+            t_view, frame = timed(lambda: views.table(slug, state, engine), repeats)
+        except Exception as exc:  # views.py is being written by someone else: report, do not stop
+            pages[slug] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        t_sql, ref = timed(lambda: bare(BARE_SQL[slug]), repeats)
+        pages[slug] = {"view_s": t_view, "sql_s": t_sql, "rows": frame.height, "sql_rows": ref.height,
+                       "ratio": t_view["median"] / t_sql["median"]}
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        big = con.execute("SELECT run_id FROM step GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    for name, fn in (("store.steps(big run)", lambda: store.steps(engine, big)), ("store.runs", lambda: store.runs(engine))):
+        t_view, frame = timed(fn, repeats)
+        t_sql, _ = timed(lambda: bare(_STEPS_SQL, [big]) if "steps" in name else bare(BARE_SQL["runs"]), repeats)
+        pages[name] = {"view_s": t_view, "sql_s": t_sql, "rows": frame.height, "ratio": t_view["median"] / t_sql["median"]}
+    engine.dispose()
+    return pages
+
+
+def bench_csv(url: str, n_rows: int, repeats: int) -> dict[str, Any]:
+    import io
+
+    from perfledger import store, views
+
+    engine = store.engine_from_url(url)
+    frame = store.results(engine).head(n_rows)
+    engine.dispose()
+    t_ours, ours = timed(lambda: views.render(frame, "csv"), repeats)
+
+    def plain() -> bytes:
+        buf = io.BytesIO()
+        frame.write_csv(buf)
+        return buf.getvalue()
+
+    t_pl, ref = timed(plain, repeats)
+    return {"rows": frame.height, "ours_s": t_ours, "polars_s": t_pl, "ratio": t_ours["median"] / t_pl["median"],
+            "same_bytes": ours == ref}
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def fmt_t(s: dict[str, float]) -> str:
+    return f"{s['median']:.3f} s [{s['min']:.3f}-{s['max']:.3f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, seconds (CI smoke test)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,csv")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    q = args.quick
+    sizes = {"megatron": [8 * 10**6] if q else [100 * 10**6, 1000 * 10**6],
+             "torchtitan": [2 * 10**6] if q else [100 * 10**6],
+             "mlperf": [2 * 10**6] if q else [100 * 10**6]}
+    store_size = (10, 100_000, 1_000) if q else (1000, 10_000_000, 100_000)
+    csv_rows = 1_000 if q else 100_000
+
+    report: dict[str, Any] = {"mode": "quick" if q else "full", "machine": machine(), "repeats": args.repeats,
+                              "command": "python bench/run.py" + (" --quick" if q else "")}
+    t_start = time.perf_counter()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="perfledger-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if "ingest" not in skip:
+            if not q:  # informational; four more processes would push --quick past its CI budget
+                report["startup"] = startup(work, args.repeats)
+            rows = []
+            for fmt, fmt_sizes in sizes.items():
+                for size in fmt_sizes:
+                    path = work / f"{fmt}_{size // 10**6}MB.log"
+                    if not path.exists():
+                        inputs.build(fmt, size, path)
+                    rows.append(bench_ingest(fmt, path, work, args.repeats))
+                    if not args.keep and fmt != "mlperf":
+                        path.unlink()
+            report["ingest"] = rows
+        if "mlperf" not in skip:
+            path = work / "mlperf_reader.log"
+            inputs.build("mlperf", sizes["mlperf"][0], path)
+            report["mlperf_reader"] = bench_mlperf_reader(path, args.repeats)
+        if not ({"views", "csv"} <= skip):
+            db = work / "store.duckdb"
+            db.unlink(missing_ok=True)
+            url = f"duckdb:///{db}"
+            report["store"] = build_store(url, db, *store_size)
+            if "views" not in skip:
+                report["views"] = bench_views(url, db, args.repeats)
+            if "csv" not in skip:
+                report["csv"] = bench_csv(url, csv_rows, args.repeats)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    report["total_s"] = time.perf_counter() - t_start
+    report["headline"] = headline(report)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print_table(report)
+    return 0
+
+
+def headline(r: dict[str, Any]) -> dict[str, Any]:
+    """The figures the README quotes; ingest ones are for the largest Megatron file of the run."""
+    h: dict[str, Any] = {}
+    meg = [x for x in r.get("ingest", []) if x["format"] == "megatron"]
+    if meg:
+        big, small = meg[-1], meg[0]
+        h |= {"ingest_file_mb": round(big["file_mb"], 1), "ingest_mb_s": round(big["mb_s"]["median"], 1),
+              "ingest_vs_wc_ratio": round(big["vs_wc"], 4), "ingest_vs_regex_loop_ratio": round(big["vs_regex_loop"], 2),
+              "ingest_peak_rss_mb": round(big["peak_rss_mb"]["max"], 1),
+              "ingest_peak_rss_mb_small_file": round(small["peak_rss_mb"]["max"], 1)}
+    views_ = {k: v for k, v in r.get("views", {}).items() if "ratio" in v}
+    if views_:
+        worst = max(views_, key=lambda k: views_[k]["ratio"])
+        h |= {"view_vs_sql_ratio_max": round(views_[worst]["ratio"], 2), "view_vs_sql_slowest": worst}
+    if "csv" in r:
+        h["csv_export_vs_polars_ratio"] = round(r["csv"]["ratio"], 2)
+    h["meets"] = {k: (h[k] >= v if k in ("ingest_vs_wc_ratio", "ingest_vs_regex_loop_ratio") else h[k] <= v)
+                  for k, v in TARGETS.items() if k in h}
+    return h
+
+
+def print_table(r: dict[str, Any]) -> None:
+    m = r["machine"]
+    print(f"perfledger bench ({r['mode']}, median of {r['repeats']} [min-max])")
+    print(f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable, load {m['load_1min']:.1f}), "
+          f"python {m['python']}, duckdb {m['duckdb']}, polars {m['polars']}")
+    if "startup" in r:
+        s = r["startup"]
+        print(f"\nprocess fixed cost (tiny log): {fmt_t(s['seconds'])}, peak RSS {s['peak_rss_mb']['max']:.0f} MB")
+    if "ingest" in r:
+        print(f"\n{'format':<11}{'MB':>7}{'steps':>10}  {'ingest MB/s [min-max]':<24}{'wc MB/s':>9}{'loop MB/s':>10}"
+              f"{'vs wc':>8}{'vs loop':>8}{'peak RSS MB':>12}")
+        for x in r["ingest"]:
+            mbs = x["mb_s"]
+            print(f"{x['format']:<11}{x['file_mb']:>7.0f}{x['steps']:>10}  "
+                  f"{mbs['median']:>6.1f} [{mbs['min']:.1f}-{mbs['max']:.1f}]{'':<7}{x['wc_mb_s']:>9.0f}"
+                  f"{x['regex_loop_mb_s']:>10.1f}{x['vs_wc']:>8.4f}{x['vs_regex_loop']:>8.2f}"
+                  f"{x['peak_rss_mb']['max']:>12.0f}")
+    if "mlperf_reader" in r:
+        x = r["mlperf_reader"]
+        ref = (f", mlperf-logging {fmt_t(x['reference_s'])}, ours {x['ours_vs_reference']:.2f}x faster"
+               if "reference_s" in x else f", mlperf-logging: {x['mlperf_logging']}")
+        print(f"\nMLPerf parser on {x['file_mb']:.0f} MB: ours {fmt_t(x['ours_s'])} ({x['ours_mb_s']:.1f} MB/s){ref}")
+    if "store" in r:
+        s = r["store"]
+        print(f"\nstore: {s['run']:,} runs, {s['step']:,} steps, {s['result']:,} results (built in {s['setup_s']:.1f} s)")
+    if "views" in r:
+        print(f"{'page table':<24}{'ours':>28}{'bare SQL':>28}{'ratio':>8}{'rows':>10}")
+        for name, v in r["views"].items():
+            if "error" in v:
+                print(f"{name:<24}  ERROR {v['error']}")
+                continue
+            print(f"{name:<24}{fmt_t(v['view_s']):>28}{fmt_t(v['sql_s']):>28}{v['ratio']:>8.2f}{v['rows']:>10}")
+    if "csv" in r:
+        c = r["csv"]
+        print(f"\nCSV export, {c['rows']:,} rows: views.render {fmt_t(c['ours_s'])}, polars write_csv "
+              f"{fmt_t(c['polars_s'])}, ratio {c['ratio']:.2f} (same bytes: {c['same_bytes']})")
+    h = r["headline"]
+    print("\nheadline: " + ", ".join(f"{k}={v}" for k, v in h.items() if k != "meets"))
+    print("targets:  " + ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in h["meets"].items()))
+    print(f"total {r['total_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
