@@ -376,7 +376,6 @@ class _BulkWriter:
     def __init__(self, conn: Connection, table: sa.Table) -> None:
         self.conn = conn
         self.table = table
-        self.rows = 0
         self._spool: tempfile.TemporaryDirectory[str] | None = None
         self._files = 0
         self._columns_seen: list[str] = []
@@ -389,7 +388,6 @@ class _BulkWriter:
     def add(self, frame: pl.DataFrame) -> int:
         if frame.height == 0:
             return 0
-        self.rows += frame.height
         self._columns_seen = self._columns_seen or frame.columns
         if self._spool is not None:
             frame.write_parquet(Path(self._spool.name) / f"{self._files:08d}.parquet", compression="lz4",

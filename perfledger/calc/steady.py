@@ -111,7 +111,10 @@ def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
     inside = steps.select(_window_expr(rule, steps.height))[:, 0]
     timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
     threshold = _stall_threshold(t.filter(inside & timed), rule)
-    stalled = (inside & timed & (t > threshold)).fill_null(False) if threshold is not None else inside & False
+    if threshold is None:  # too few timed steps to call any of them a stall
+        stalled = pl.repeat(False, steps.height, eager=True)
+    else:
+        stalled = (inside & timed & (t > threshold)).fill_null(False)
     return _Phases(inside=inside, timed=timed, stalled=stalled, time_s=t)
 
 
