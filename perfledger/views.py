@@ -576,8 +576,13 @@ SCALING_SCHEMA: dict[str, pl.DataType] = {
 SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughput", "scaling_efficiency")
 
 
+_SERIES_COLUMNS = ("source_id", "model_id", "accelerator_id", "framework_version", "precision", "seq_len",
+                   "global_batch", "metric")
+_RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
+
+
 def _series_key(r: Mapping[str, Any]) -> str:
-    parts = (r["source_id"], r["model_id"], r["accelerator_id"], r["framework_version"], r["precision"], r["seq_len"], r["global_batch"], r["metric"])
+    parts = (r[c] for c in _SERIES_COLUMNS)
     return " · ".join(str(p) for p in parts if p not in (None, ""))
 
 
@@ -585,6 +590,7 @@ def _scaling_rows(rows: pl.DataFrame) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     throughput = rows.filter(pl.col("metric").is_in([TOKEN_METRIC, "tokens_per_s"]), pl.col("n_devices").is_not_null())
     groups: dict[str, list[dict[str, Any]]] = {}
+    throughput = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS)  # to_dicts costs per column
     for r in throughput.to_dicts():
         groups.setdefault(_series_key(r), []).append(r)
     for key, members in groups.items():
@@ -609,7 +615,8 @@ def _scaling_record(series: str, r: Mapping[str, Any], thr: float | None, ideal:
 
 
 def _stored_scaling(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
-    rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"]))
+    rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"])).select(
+        *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
     out = []
     for r in rel.to_dicts():
         is_scaling = r["metric"] == "scaling_efficiency" or "node" in (r["baseline"] or "") or " 1 CS-2" in f" {r['baseline'] or ''}"
@@ -736,7 +743,8 @@ def audit_rule(state: AuditView) -> audit.AuditRule:
 def audit_table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rule = audit_rule(state)
-    frame = audit.audit_claims(store.results(engine), store.models(engine), store.accelerators(engine), rule)
+    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC])
+    frame = audit.audit_claims(rows, store.models(engine), store.accelerators(engine), rule)
     if state.models:
         frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
     if state.sources:
