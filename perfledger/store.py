@@ -75,8 +75,11 @@ def is_duckdb(engine: Engine) -> bool:
 _HOLDER = re.compile(r"Conflicting lock is held in (\S+)(?: \(PID (\d+)\))?")
 
 
+_LOCK_WORD = re.compile(r"\block\b", re.IGNORECASE)  # a word: DuckDB's out-of-memory error says "block"
+
+
 def _lock_holder(message: str) -> str | None:
-    if "lock" not in message.lower():
+    if _LOCK_WORD.search(message) is None:
         return None
     m = _HOLDER.search(message)
     if m is None:
@@ -362,14 +365,16 @@ def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
 
 
 DUCKDB_INSERT_MEMORY = "128MB"
+DUCKDB_INSERT_ROWS = 250_000  # spooled rows per INSERT: few statements, and the last one's tail is short
 
 
 class _BulkWriter:
     """Appends frames to one table inside the caller's transaction, in memory that does not grow with the rows.
 
     PostgreSQL: COPY per frame (the server holds the rows). DuckDB keeps a transaction's appended rows in memory
-    until it commits, so frames are spooled to Parquet files and inserted by one statement when the writer
-    closes, which DuckDB writes to its file row group by row group. Reading the spool with DuckDB's own Parquet
+    until it commits, so frames are spooled to Parquet files and inserted DUCKDB_INSERT_ROWS at a time by
+    INSERT ... SELECT from the files, which DuckDB writes to its file row group by row group (under a memory
+    limit). Reading the spool with DuckDB's own Parquet
     reader also keeps pyarrow (about 100 MB resident) out of an ingest process.
     """
 
@@ -377,12 +382,16 @@ class _BulkWriter:
         self.conn = conn
         self.table = table
         self._spool: tempfile.TemporaryDirectory[str] | None = None
-        self._files = 0
+        self._spooled: list[Path] = []
+        self._spooled_rows = 0
+        self._inserted_files = 0
         self._columns_seen: list[str] = []
 
     def __enter__(self) -> _BulkWriter:
         if self.conn.dialect.name == "duckdb":
             self._spool = tempfile.TemporaryDirectory(prefix="perfledger-")
+            # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
+            self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
         return self
 
     def add(self, frame: pl.DataFrame) -> int:
@@ -390,9 +399,12 @@ class _BulkWriter:
             return 0
         self._columns_seen = self._columns_seen or frame.columns
         if self._spool is not None:
-            frame.write_parquet(Path(self._spool.name) / f"{self._files:08d}.parquet", compression="lz4",
-                                statistics=False)
-            self._files += 1
+            path = Path(self._spool.name) / f"{len(self._spooled) + self._inserted_files:08d}.parquet"
+            frame.write_parquet(path, compression="lz4", statistics=False)
+            self._spooled.append(path)
+            self._spooled_rows += frame.height
+            if self._spooled_rows >= DUCKDB_INSERT_ROWS:
+                self._insert_spooled()
         elif self.conn.dialect.name == "postgresql":
             cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             with cursor.copy(f"COPY {self._name()} ({self._quoted(frame.columns)}) FROM STDIN") as copy:
@@ -402,20 +414,26 @@ class _BulkWriter:
             self.conn.execute(sa.insert(self.table), frame.to_dicts())
         return frame.height
 
+    def _insert_spooled(self) -> None:
+        """One INSERT of the spooled files, in the caller's transaction; the parser's reader thread goes on
+        meanwhile (DuckDB releases the GIL), so most of the insert overlaps parsing instead of following it."""
+        if not self._spooled:
+            return
+        files = ", ".join("'" + str(path).replace("'", "''") + "'" for path in self._spooled)
+        cols = self._quoted(self._columns_seen)
+        self.conn.exec_driver_sql(f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet([{files}])")
+        for path in self._spooled:
+            path.unlink()
+        self._inserted_files += len(self._spooled)
+        self._spooled, self._spooled_rows = [], 0
+
     def __exit__(self, exc_type: object, *_: object) -> None:
         if self._spool is None:
             return
-        with self._spool as folder:
-            if exc_type is None and self._files:
-                pattern = str(Path(folder) / "*.parquet").replace("'", "''")
-                cols = self._quoted(self._columns_seen)
-                # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
-                self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
-                try:
-                    self.conn.exec_driver_sql(
-                        f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet('{pattern}')")
-                finally:
-                    self.conn.exec_driver_sql("RESET memory_limit")
+        with self._spool:
+            if exc_type is None:  # else the transaction is rolled back and its connection closed (NullPool)
+                self._insert_spooled()
+                self.conn.exec_driver_sql("RESET memory_limit")
 
     def _name(self) -> str:
         return self.conn.dialect.identifier_preparer.quote(self.table.name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -31,6 +31,14 @@ class LogParser(ABC):
     @abstractmethod
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         """Parse one chunk; lines[i] is line number first_lineno + i. Returns the chunk's steps."""
+
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> Any:
+        """The part of feed() that reads no parser state, so the pipeline can run it on its reader thread one
+        chunk ahead (Polars releases the GIL). feed(lines, n) == feed_prepared(prepare(lines, n))."""
+        return lines, first_lineno
+
+    def feed_prepared(self, prepared: Any) -> pl.DataFrame:
+        return self.feed(*prepared)
 
     @abstractmethod
     def finish(self) -> ParseSummary:

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import NUM, concat_steps, run_config, to_float, to_int
+from ingest.parsers.base import LogParser
 from ingest.parsers.megatron import _LAUNCH, MegatronParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -65,6 +66,10 @@ class DeepSpeedParser(MegatronParser):
         self._exits: set[int] = set()
         self._skipped_optimizer_steps = 0
         self._running_avg: float | None = None
+
+    # Whether a chunk is Megatron's or DeepSpeed's own is decided here, with state: no read-ahead split.
+    prepare = LogParser.prepare
+    feed_prepared = LogParser.feed_prepared
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         if not lines:

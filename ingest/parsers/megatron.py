@@ -174,20 +174,26 @@ class MegatronParser(LogParser):
     # -- chunks ---------------------------------------------------------------------------------------------
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        if not lines:
-            return empty_steps()
-        text = pl.Series("line", lines, dtype=pl.String)
-        starts = text.str.contains(_LAUNCH).arg_true().to_list()
-        bounds = sorted({0, *starts, len(lines)})
+        return self._feed_segments(_segments(lines, first_lineno))
+
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> list[_Segment]:
+        return _segments(lines, first_lineno)
+
+    def feed_prepared(self, prepared: list[_Segment]) -> pl.DataFrame:
+        return self._feed_segments(prepared)
+
+    def _feed_segments(self, segments: list[_Segment]) -> pl.DataFrame:
         frames = []
-        for a, b in zip(bounds, bounds[1:], strict=False):
-            if a in starts:
-                self._launch_marker(first_lineno + a)
-            frames.append(self._segment(text.slice(a, b - a), first_lineno + a))
-        frames = [f for f in frames if f.height]
+        for segment in segments:
+            if segment.starts_launch:
+                self._launch_marker()
+            for line in segment.config_lines:
+                self._config_line(line)
+            if segment.steps is not None and (frame := self._steps(segment.steps)).height:
+                frames.append(frame)
         return pl.concat(frames) if frames else empty_steps()
 
-    def _launch_marker(self, lineno: int) -> None:
+    def _launch_marker(self) -> None:
         s = self._s
         if s.steps_in_launch:
             s.launches += 1
@@ -195,37 +201,19 @@ class MegatronParser(LogParser):
             s.pending = {}
             s.steps_in_launch = 0
 
-    def _segment(self, seg: pl.Series, lineno0: int) -> pl.DataFrame:
-        is_iter = seg.str.contains("iteration ", literal=True)
-        rest = seg.filter(~is_iter)
-        for line in rest.filter(rest.str.contains(_CONFIG_HINT) & rest.str.contains(_CONFIG_USED)).to_list():
-            self._config_line(line)
-        if not is_iter.any():
-            return empty_steps()
-        pos = is_iter.arg_true()
-        lines = seg.filter(is_iter)
-        step = lines.str.extract(_STEP, 1).cast(pl.Int64, strict=False)
-        found = step.is_not_null()
-        if not found.all():
-            pos, lines, step = pos.filter(found), lines.filter(found), step.filter(found)
-        if step.is_empty():
-            return empty_steps()
-        return self._steps(lines, step, pos + lineno0)
-
     # -- steps ----------------------------------------------------------------------------------------------
 
-    def _steps(self, lines: pl.Series, step: pl.Series, lineno: pl.Series) -> pl.DataFrame:
+    def _steps(self, found: _StepLines) -> pl.DataFrame:
         s = self._s
-        s.steps_in_launch += step.len()
+        s.steps_in_launch += found.step.len()
         if s.launch is _Launch.PENDING:
-            self._decide_launch(int(step[0]), int(lineno[0]))
+            self._decide_launch(int(found.step[0]), int(found.lineno[0]))
         if s.launch is _Launch.IGNORED:
-            s.ignored_steps += step.len()
+            s.ignored_steps += found.step.len()
             return empty_steps()
-        cols = _extract(lines)
-        cols = self._drop_truncated(cols, lines, step, lineno)
+        cols = self._drop_truncated(found.cols, found.step, found.lineno)
         step = cols.pop("_step")
-        lineno = cols.pop("_lineno")
+        cols.pop("_lineno")
         if step.is_empty():
             return empty_steps()
         keep = self._first_of_each_step(step)
@@ -251,9 +239,7 @@ class MegatronParser(LogParser):
             s.ignored_launches.append(f"line {lineno} (restarts at step {first})")
         s.pending = {}
 
-    def _drop_truncated(
-        self, cols: dict[str, pl.Series], lines: pl.Series, step: pl.Series, lineno: pl.Series
-    ) -> dict[str, pl.Series]:
+    def _drop_truncated(self, cols: dict[str, pl.Series], step: pl.Series, lineno: pl.Series) -> dict[str, pl.Series]:
         ok = cols["elapsed_ms"].is_not_null()
         complete = cols["nan_iters"].is_not_null()
         for n in lineno.filter(~ok).to_list():
@@ -525,6 +511,51 @@ class MegatronParser(LogParser):
         return meta
 
 
+@dataclass(frozen=True, slots=True)
+class _StepLines:
+    """The iteration lines of one segment: step number, line number and every _FIELDS value, read vectorized."""
+
+    step: pl.Series
+    lineno: pl.Series
+    cols: dict[str, pl.Series]
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Lines between two launch markers (or a chunk edge): what feed_prepared needs, read without parser state."""
+
+    starts_launch: bool
+    config_lines: list[str]
+    steps: _StepLines | None
+
+
+def _segments(lines: Sequence[str], first_lineno: int) -> list[_Segment]:
+    if not lines:
+        return []
+    text = pl.Series("line", lines, dtype=pl.String)
+    starts = text.str.contains(_LAUNCH).arg_true().to_list()
+    bounds = sorted({0, *starts, len(lines)})
+    return [_segment(text.slice(a, b - a), first_lineno + a, a in starts)
+            for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def _segment(seg: pl.Series, lineno0: int, starts_launch: bool) -> _Segment:
+    is_iter = seg.str.contains("iteration ", literal=True)
+    rest = seg.filter(~is_iter)
+    config_lines = rest.filter(rest.str.contains(_CONFIG_HINT) & rest.str.contains(_CONFIG_USED)).to_list()
+    if not is_iter.any():
+        return _Segment(starts_launch, config_lines, None)
+    pos = is_iter.arg_true()
+    cols = _extract(seg.filter(is_iter))
+    step = cols.pop("_step")
+    found = step.is_not_null()
+    if not found.all():
+        pos, step, cols = pos.filter(found), step.filter(found), {k: v.filter(found) for k, v in cols.items()}
+    if step.is_empty():
+        return _Segment(starts_launch, config_lines, None)
+    return _Segment(starts_launch, config_lines, _StepLines(step, pos + lineno0, cols))
+
+
 # A literal every match of the _FIELDS pattern of the same name contains: a field whose anchor no line of a chunk
 # holds is not searched for at all (most logs print a third of the fields Megatron's variants know).
 _ANCHORS: dict[str, str] = {
@@ -539,15 +570,19 @@ _COUNTS = ("skipped", "nan_iters")  # almost always 0: a literal test stands in 
 
 
 def _extract(lines: pl.Series) -> dict[str, pl.Series]:
-    """Each _FIELDS value of each line as Float64 (null where absent), in one parallel Polars select.
+    """The step number ("_step", Int64) and each _FIELDS value (Float64) of each line, null where absent, in one
+    parallel Polars select.
 
     Passes that cannot match are skipped: fields whose anchor is in no line, skipped/nan counts when no line's
     count is non-zero (then 0 where the label is present), consumed samples when every line has the batch size.
+    An anchor in the first line is known to be present without a pass over the others.
     """
     frame = lines.to_frame("line")
     line = pl.col("line")
-    probe = frame.select(
-        *(line.str.contains(anchor, literal=True).any().alias(name) for name, anchor in _ANCHORS.items()),
+    first = lines[0] if lines.len() else ""
+    unseen = {name: anchor for name, anchor in _ANCHORS.items() if anchor not in first}
+    probe = {name: True for name in _ANCHORS} | frame.select(
+        *(line.str.contains(anchor, literal=True).any().alias(name) for name, anchor in unseen.items()),
         *(line.str.contains(_ANCHORS[name] + r"\s*[1-9]").any().alias(f"{name} > 0") for name in _COUNTS),
     ).row(0, named=True)
 
@@ -559,9 +594,11 @@ def _extract(lines: pl.Series) -> dict[str, pl.Series]:
         return line.str.extract(_FIELDS[name], 1).cast(pl.Float64, strict=False).alias(name)
 
     eager = [name for name in _FIELDS if name != "consumed_samples"]
-    cols = frame.select(field(name) for name in eager).to_dict()
-    gbs_missing = bool(cols["gbs"].null_count())
-    cols["consumed_samples"] = (frame.select(field("consumed_samples")).to_series() if gbs_missing
+    cols = frame.select(line.str.extract(_STEP, 1).cast(pl.Int64, strict=False).alias("_step"),
+                        *(field(name) for name in eager)).to_dict()
+    gbs_missing = bool(cols["gbs"].filter(cols["_step"].is_not_null()).null_count())
+    needed = gbs_missing and probe["consumed_samples"]
+    cols["consumed_samples"] = (frame.select(field("consumed_samples")).to_series() if needed
                                 else pl.Series("consumed_samples", [None] * lines.len(), dtype=pl.Float64))
     return cols
 

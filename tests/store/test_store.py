@@ -113,3 +113,10 @@ def test_ingested_at_is_passed_in_not_read_from_the_clock(seeded_store: Engine) 
         outcome = ingest_stream(seeded_store, fh, MEGATRON.name, now=when)
     row = store.run(seeded_store, outcome.run_id)
     assert row is not None and row.ingested_at == when and row.ingested_at.tzinfo == UTC
+
+
+def test_an_out_of_memory_error_is_not_mistaken_for_the_file_lock() -> None:
+    out_of_memory = "Out of Memory Error: failed to pin block of size 256.0 KiB (15.1 MiB/15.2 MiB used)"
+    lock = 'IO Error: Could not set lock on file "/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 7)'
+    assert store._lock_holder(out_of_memory) is None
+    assert store._lock_holder(lock) == "/usr/bin/python3 (PID 7)"
