@@ -16,15 +16,17 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import step_frame_from_columns
 from ingest.parsers.base import LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
 from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, steps_frame
+from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
 
 GIB_TO_GB = 1.073741824
 _NUM = r"(-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
 _STEP = re.compile(r"(?<![A-Za-z_])step:\s*(\d+)\s+(?P<rest>.*)$")
+_STEP_RX = r"(?:^|[^A-Za-z_])step:\s*(?<step>\d+)\s+(?<rest>.*)$"  # _STEP for Polars (no look-behind)
 _VALIDATE = re.compile(r"validat\w*\s+step:")
 _FIELDS = {
     "loss": re.compile(r"\bloss:\s*" + _NUM),
@@ -36,6 +38,9 @@ _FIELDS = {
     "lr": re.compile(r"\blr:\s*" + _NUM),
     "time_s": re.compile(r"\b(?:step_time|time):\s*" + _NUM + r"\s*s\b"),
 }
+# A literal every line _config_line takes something from contains (a filter, so only those reach Python).
+_CONFIG_LITERALS = ["parallelism:", "local batch size ", "total parameters", "Building ", " capacity: ",
+                    "torchtitan version: ", "Training starts at step ", "Peak flops undefined for"]
 _MESH = re.compile(r"parallelism:\s*(.*)$")
 _MESH_DIM = re.compile(r"(\w+)=(\d+)")
 _BATCH = re.compile(
@@ -46,15 +51,6 @@ _MODEL_SIZE = re.compile(r"Model (\S+) (\S+) size: ([\d,]+) total parameters")
 _GPU = re.compile(r"(?:CUDA|GPU|ROCm) capacity: (.+?) with ([\d.]+)GiB memory")
 _VERSION = re.compile(r"torchtitan version: (\S+)")
 _START = re.compile(r"Training starts at step (\d+)")
-
-
-def _num(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
 
 
 class TorchtitanParser(LogParser):
@@ -73,48 +69,57 @@ class TorchtitanParser(LogParser):
         self.saw_step_time = False
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        rows: list[dict[str, Any]] = []
-        for offset, line in enumerate(lines):
-            if "step:" in line:
-                if _VALIDATE.search(line):
-                    self.validation_lines += 1
-                    continue
-                if (m := _STEP.search(line)) is not None:
-                    row = self._row(int(m.group(1)), m.group("rest"))
-                    if row is None:
-                        self.problem(first_lineno + offset, "step line without loss, tps or tflops; skipped")
-                    else:
-                        rows.append(row)
-                    continue
+        """Step lines are read vectorized (Polars over the chunk); configuration lines, a handful, in Python."""
+        if not lines:
+            return empty_steps()
+        frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")
+        line = pl.col("line")
+        has_step = line.str.contains("step:", literal=True)
+        validation = has_step & line.str.contains(_VALIDATE.pattern)
+        step = pl.when(has_step & ~validation).then(line.str.extract_groups(_STEP_RX))
+        marked = frame.with_columns(validation.alias("validation"), step.alias("m")).unnest("m")
+        self.validation_lines += int(marked["validation"].sum())
+        is_step = marked["step"].is_not_null()
+        config = marked.filter(~is_step & ~marked["validation"] & marked["line"].str.contains_any(_CONFIG_LITERALS))
+        mesh_from = self._config_lines(config["i"].to_list(), config["line"].to_list())
+        return self._rows(marked.filter(is_step), first_lineno, mesh_from)
+
+    def _config_lines(self, positions: list[int], lines: list[str]) -> int | None:
+        """Reads them in order; returns the position of the line that set the device mesh, when one did."""
+        mesh_from = None
+        for position, line in zip(positions, lines, strict=True):
+            had_mesh = "mesh" in self.meta
             self._config_line(line)
-        return steps_frame(rows)
+            if not had_mesh and "mesh" in self.meta:
+                mesh_from = position
+        return mesh_from
 
-    def _row(self, step: int, rest: str) -> dict[str, Any] | None:
-        found = {name: _num(m.group(1)) if (m := rx.search(rest)) else None for name, rx in _FIELDS.items()}
-        if found["loss"] is None and found["tps"] is None and found["tflops"] is None:
-            return None
-        self.steps += 1
-        step_time = found["time_s"]
-        self.saw_step_time = self.saw_step_time or step_time is not None
-        mfu, mem = found["mfu_pct"], found["memory_gib"]
-        return {
-            "step": step,
-            "step_time_s": step_time,
-            "loss": found["loss"],
-            "lr": found["lr"],
-            "grad_norm": found["grad_norm"],
-            "reported_tokens_per_s_per_device": found["tps"],
-            "reported_tflops_per_device": found["tflops"],
-            "reported_mfu": mfu / 100.0 if mfu is not None else None,
-            "memory_gb": mem * GIB_TO_GB if mem is not None else None,
-            "tokens": self._tokens(found["tps"], step_time),
-        }
-
-    def _tokens(self, tps: float | None, step_time: float | None) -> float | None:
+    def _rows(self, found: pl.DataFrame, first_lineno: int, mesh_from: int | None) -> pl.DataFrame:
+        """One step row per line with a loss, tps or tflops; tokens use the device count known at that line."""
+        fields = found.select(
+            pl.col("i"), pl.col("step").cast(pl.Int64),
+            *(pl.col("rest").str.extract(rx.pattern, 1).str.replace_all(",", "", literal=True)
+              .cast(pl.Float64, strict=False).alias(name) for name, rx in _FIELDS.items()))
+        usable = fields.select(pl.any_horizontal(pl.col("loss", "tps", "tflops").is_not_null())).to_series()
+        for i in fields.filter(~usable)["i"].to_list():
+            self.problem(first_lineno + i, "step line without loss, tps or tflops; skipped")
+        fields = fields.filter(usable)
+        self.steps += fields.height
+        self.saw_step_time = self.saw_step_time or fields["time_s"].is_not_null().any()
         devices = self._devices()
-        if tps is None or step_time is None or devices is None:
-            return None
-        return tps * step_time * devices
+        if mesh_from is not None:  # rows before the mesh line knew no device count
+            device_count = pl.when(pl.col("i") > mesh_from).then(pl.lit(devices, dtype=pl.Float64))
+        else:
+            device_count = pl.lit(devices, dtype=pl.Float64)
+        columns = fields.select(
+            pl.col("step"), pl.col("time_s").alias("step_time_s"), pl.col("loss"), pl.col("lr"), pl.col("grad_norm"),
+            pl.col("tps").alias("reported_tokens_per_s_per_device"),
+            pl.col("tflops").alias("reported_tflops_per_device"),
+            (pl.col("mfu_pct") / 100.0).alias("reported_mfu"),
+            (pl.col("memory_gib") * GIB_TO_GB).alias("memory_gb"),
+            (pl.col("tps") * pl.col("time_s") * device_count).alias("tokens"),
+        )
+        return step_frame_from_columns(columns.to_dict(), columns.height)
 
     def _devices(self) -> int | None:
         mesh = self.meta.get("mesh")
