@@ -165,10 +165,10 @@ class _SummarySpool:
         self._files.append(path)
         self.rows += frame.height
 
-    def read(self) -> pl.DataFrame:
+    def read(self) -> pl.LazyFrame:
         if not self._files:
-            return pl.DataFrame(schema={c: pl.Float64 for c in _STEADY_COLUMNS} | {"step": pl.Int64})
-        return pl.concat([pl.read_parquet(path) for path in self._files], how="diagonal_relaxed", rechunk=False)
+            return pl.LazyFrame(schema={c: pl.Float64 for c in _STEADY_COLUMNS} | {"step": pl.Int64})
+        return pl.concat([pl.scan_parquet(path) for path in self._files], how="diagonal_relaxed")
 
     def close(self) -> None:
         if self._folder is not None:

@@ -130,12 +130,13 @@ def _median(steps: pl.DataFrame, column: str) -> float | None:
     return float(values.median()) if values.len() else None  # type: ignore[arg-type]
 
 
-def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame, engine: Engine | None,
+def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame, engine: Engine | None,
               rule: SteadyRule = SteadyRule()) -> RunSummary:
+    """steps may be lazy (the pipeline's spool): each part then reads only its own columns, one part at a time."""
     warnings = list(parsed.warnings)
     why: dict[str, str] = {}
-    steady = _steady(steps, rule, why)
-    window = _window(steps, steady)
+    steady = _steady(steps.lazy().select("step", "step_time_s", "tokens").collect(), rule, why)
+    window = _window(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row = _row(store.models, engine, config.model)
     acc_row = _row(store.accelerators, engine, config.accelerator)
@@ -172,12 +173,12 @@ def _steady(steps: pl.DataFrame, rule: SteadyRule, why: dict[str, str]) -> Stead
         return None
 
 
-def _window(steps: pl.DataFrame, steady: SteadyState | None) -> pl.DataFrame:
+def _window(steps: pl.LazyFrame, steady: SteadyState | None) -> pl.DataFrame:
     """The log's own per-step figures (columns reported_*) over the steady window."""
     reported = steps.select(pl.col("step"), pl.col("^reported_.*$"))
     if steady is None or steady.first_step is None:
-        return reported.clear()
-    return reported.filter(pl.col("step").is_between(steady.first_step, steady.last_step))
+        return reported.clear().collect()
+    return reported.filter(pl.col("step").is_between(steady.first_step, steady.last_step)).collect()
 
 
 def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: pl.DataFrame,

@@ -108,7 +108,7 @@ class _Phases:
 
 def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
     t = steps["step_time_s"].cast(pl.Float64)
-    inside = steps.select(_window_expr(rule, steps.height))[:, 0]
+    inside = _inside(steps, rule)
     timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
     threshold = _stall_threshold(t.filter(inside & timed), rule)
     if threshold is None:  # too few timed steps to call any of them a stall
@@ -118,12 +118,14 @@ def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
     return _Phases(inside=inside, timed=timed, stalled=stalled, time_s=t)
 
 
-def _window_expr(rule: SteadyRule, n: int) -> pl.Expr:
+def _inside(steps: pl.DataFrame, rule: SteadyRule) -> pl.Series:
+    """True past the warm-up, or inside the window chosen by hand (a bit per row, no row index built)."""
     if rule.first_step is not None or rule.last_step is not None:
         lo = rule.first_step if rule.first_step is not None else -(2**62)
         hi = rule.last_step if rule.last_step is not None else 2**62
-        return (pl.col("step") >= lo) & (pl.col("step") <= hi)
-    return pl.int_range(pl.len()) >= warmup_count(n, rule)
+        return steps.select((pl.col("step") >= lo) & (pl.col("step") <= hi))[:, 0]
+    warmup = warmup_count(steps.height, rule)
+    return pl.concat([pl.repeat(False, warmup, eager=True), pl.repeat(True, steps.height - warmup, eager=True)])
 
 
 def _stall_threshold(times: pl.Series, rule: SteadyRule) -> float | None:
