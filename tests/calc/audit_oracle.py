@@ -1,58 +1,22 @@
-"""The audit as it was first written: one claim at a time, in plain Python (test oracle only).
+"""The audit as first written: one claim at a time, in plain Python (test oracle only).
 
 perfledger.calc.audit computes the same table with joins; tests/calc/test_audit_vectorized.py checks that both
-give the same frame on generated stores. Kept verbatim but for this docstring.
+give the same frame. The rule, schema and number formats are the real module's; the matching below is not.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
+from perfledger.calc import audit
+from perfledger.calc.audit import AUDIT_SCHEMA, MATCH_KEYS, AuditRule, _fmt_int, relative_difference
 from perfledger.errors import InvalidInput
-
-DEFAULT_TOLERANCE = 0.02
-DEFAULT_MFU_CEILING = 0.70
-VERDICTS = ("consistent", "other convention", "inconsistent", "unchecked")
-MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
-              "precision", "framework_version", "workload", "strategy", "tp", "pp", "cp", "ep")
-
-AUDIT_SCHEMA: dict[str, pl.DataType] = {
-    "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
-    "n_devices": pl.Int64(), "precision": pl.String(), "seq_len": pl.Int64(), "metric": pl.String(),
-    "reported": pl.Float64(), "recomputed": pl.Float64(), "unit": pl.String(), "rel_diff": pl.Float64(),
-    "tolerance": pl.Float64(), "mfu_at_stated_precision": pl.Float64(), "peak_used": pl.String(),
-    "verdict": pl.String(), "plausibility": pl.String(), "formula": pl.String(), "tokens_per_s_per_device": pl.Float64(),
-    "explanation": pl.String(),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRule:
-    tolerance: float = DEFAULT_TOLERANCE
-    mfu_ceiling: float = DEFAULT_MFU_CEILING
-    formula: str = fl.DEFAULT_FORMULA
-
-    def describe(self) -> str:
-        return (f"consistent when |reported - recomputed| / recomputed <= {self.tolerance:.0%} "
-                f"(FLOPs: {fl.FORMULA_TITLES.get(self.formula, self.formula)}); implausible when MFU at the "
-                f"stated precision (bf16 when unstated) > {self.mfu_ceiling:.0%}")
-
-
-def relative_difference(reported: float, recomputed: float) -> float:
-    """(reported - recomputed) / recomputed      (fraction; positive = the claim is higher)
-
-    >>> round(relative_difference(836, 835.6), 4)
-    0.0005
-    """
-    return (reported - recomputed) / recomputed
 
 
 def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
@@ -109,27 +73,13 @@ def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
 
 
 class _Flops:
-    """FLOPs per token by (model, seq len, formula), each computed once: thousands of claims share a few models."""
+    """The real FLOPs lookup, asked per claim."""
 
     def __init__(self, shapes: Mapping[str, Mapping[str, Any]]) -> None:
-        self.shapes = shapes
-        self._known: dict[tuple[str, Any, str], float | None] = {}
+        self.real = audit._Flops(shapes)
 
     def per_token(self, claim: Mapping[str, Any], formula: str) -> float | None:
-        key = (claim.get("model_id") or "", claim.get("seq_len"), formula)
-        if key not in self._known:
-            self._known[key] = self._compute(*key)
-        return self._known[key]
-
-    def _compute(self, model_id: str, seq_len: Any, formula: str) -> float | None:
-        shape_row = self.shapes.get(model_id)
-        if shape_row is None:
-            return None
-        try:
-            return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq_len or shape_row.get("seq_len")),
-                                      formula)
-        except (InvalidInput, TypeError, ValueError):
-            return None
+        return self.real.per_token(claim.get("model_id"), claim.get("seq_len"), formula)
 
 
 def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
@@ -220,7 +170,3 @@ def _implausible_reason(value: float, util: float, precision: str, acc: Mapping[
             return reason + "; no FP8 peak that would explain it (sparsity or a different FLOP count?)"
         return reason + f"; plausible only in FP8 ({value / fp8.tflops:.0%} of the FP8 dense peak)"
     return reason + "; check the FLOP count (recompute counted as model FLOPs?) or a sparse peak"
-
-
-def _fmt_int(value: Any) -> str:
-    return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{int(value):,}"

@@ -65,8 +65,7 @@ def test_vectorized_audit_equals_the_claim_at_a_time_oracle(
     models, accelerators = catalog
     results = results_frame(claims, throughput)
     ours = audit.audit_claims(results, models, accelerators, audit.AuditRule(tolerance, ceiling, formula))
-    oracle = audit_oracle.audit_claims(results, models, accelerators,
-                                       audit_oracle.AuditRule(tolerance, ceiling, formula))
+    oracle = audit_oracle.audit_claims(results, models, accelerators, audit.AuditRule(tolerance, ceiling, formula))
     assert_frame_equal(ours, oracle)
 
 
@@ -75,9 +74,9 @@ def test_the_seeded_audit_equals_the_oracle_for_every_formula(catalog: tuple[pl.
     models, accelerators = catalog
     results = store.results(seeded_engine)
     for formula in fl.FORMULAS:
-        rule = (audit.AuditRule(formula=formula), audit_oracle.AuditRule(formula=formula))
-        assert_frame_equal(audit.audit_claims(results, models, accelerators, rule[0]),
-                           audit_oracle.audit_claims(results, models, accelerators, rule[1]))
+        rule = audit.AuditRule(formula=formula)
+        assert_frame_equal(audit.audit_claims(results, models, accelerators, rule),
+                           audit_oracle.audit_claims(results, models, accelerators, rule))
 
 
 def test_repeated_tokens_rows_are_counted_but_matched_once(catalog: tuple[pl.DataFrame, pl.DataFrame]) -> None:
