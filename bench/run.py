@@ -296,11 +296,15 @@ def bench_views(url: str, db_path: Path, repeats: int) -> dict[str, Any]:
 
 def bench_pages(url: str, repeats: int) -> dict[str, Any]:
     """Each page rendered whole by Streamlit's AppTest against the store (table, chart, widgets; no browser)."""
+    import logging
+
     from streamlit.testing.v1 import AppTest
 
     from screens import PAGES
 
     os.environ["PERFLEDGER_DB_URL"] = url
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
+        lambda record: "missing ScriptRunContext" not in record.getMessage())  # once per AppTest, harmless
     out: dict[str, Any] = {}
     for page in PAGES:
         app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()

@@ -77,6 +77,10 @@ class StoreError(PerfledgerError):
         super().__init__(f"the store {url} refused the request: {reason}")
 
 
+class StoreNotInitialised(StoreError):
+    """A table the request needs does not exist: the store was never initialised."""
+
+
 class StoreBusy(StoreError):
     def __init__(self, url: str, holder: str = "another process") -> None:
         self.url = url

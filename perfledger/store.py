@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.pool import NullPool
 
 from perfledger import schema
-from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError
+from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.records import STEP_SCHEMA, ResultRecord, SaveResult
 from perfledger.settings import load_settings
 
@@ -97,7 +97,8 @@ def _translated(engine: Engine) -> Iterator[None]:
             raise StoreBusy(mask_url(str(engine.url)), holder) from exc
         reason = str(exc.orig).splitlines()[0]
         if _MISSING_TABLE.search(reason):
-            reason += " (is the store initialised? run: python -m perfledger init)"
+            raise StoreNotInitialised(mask_url(str(engine.url)),
+                                      reason + " (is the store initialised? run: python -m perfledger init)") from exc
         raise StoreError(mask_url(str(engine.url)), reason) from exc
 
 
@@ -645,6 +646,19 @@ def sources(engine: Engine) -> pl.DataFrame:
         .order_by(s.c.id)
     )
     return query(engine, stmt)
+
+
+def has_data(engine: Engine) -> bool:
+    """True when any result or run is stored; False when there is none or the tables do not exist yet.
+
+    One EXISTS query: the pages ask this on every render (counting rows and inspecting the schema took 0.15 s).
+    """
+    stmt = sa.select(sa.or_(sa.exists(sa.select(schema.result.c.id)), sa.exists(sa.select(schema.run.c.id))))
+    try:
+        with _connection(engine, write=False) as conn:
+            return bool(conn.scalar(stmt))
+    except StoreNotInitialised:
+        return False
 
 
 def counts(engine: Engine) -> dict[str, int]:

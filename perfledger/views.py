@@ -420,22 +420,29 @@ def _caveats(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
     return "; ".join(diffs)
 
 
-def _published_tflops(rows: pl.DataFrame, row: Mapping[str, Any]) -> float | None:
-    keys = ("source_id", "accelerator_id", "model_id", "n_devices", "framework_version", "seq_len")
-    match = rows.filter(pl.col("metric") == TFLOPS_METRIC, *[(pl.col(k) == row[k]) if row[k] is not None else pl.col(k).is_null() for k in keys])
-    return float(match["value"][0]) if match.height else None
+_TFLOPS_KEYS = ("source_id", "accelerator_id", "model_id", "n_devices", "framework_version", "seq_len")
 
 
-def _pair_row(rows: pl.DataFrame, models: Mapping[str, dict[str, Any]], base: dict[str, Any], cand: dict[str, Any], formula: str) -> dict[str, Any]:
+def _published_tflops_index(rows: pl.DataFrame) -> dict[tuple[Any, ...], float]:
+    """The first published TFLOPS/device per (source, accelerator, model, devices, version, seq len)."""
+    index: dict[tuple[Any, ...], float] = {}
+    for *key, value in rows.filter(pl.col("metric") == TFLOPS_METRIC).select(*_TFLOPS_KEYS, "value").iter_rows():
+        index.setdefault(tuple(key), float(value))
+    return index
+
+
+def _pair_row(published: Mapping[tuple[Any, ...], float], models: Mapping[str, dict[str, Any]], base: dict[str, Any],
+              cand: dict[str, Any], formula: str) -> dict[str, Any]:
     ratio, why = _safe(lambda: metrics.speedup(float(cand["value"]), float(base["value"])))
     tf = (lambda r: _recomputed_tflops(r, models, formula)[0]) if base["metric"] == TOKEN_METRIC else (lambda r: None)
+    tflops = lambda r: published.get(tuple(r[k] for k in _TFLOPS_KEYS))  # noqa: E731
     return {
         "model": cand["model_id"], "kind": "computed from two stored results",
         "baseline": _label(base), "candidate": _label(cand),
         "baseline devices": base["n_devices"], "candidate devices": cand["n_devices"], "metric": cand["metric"],
         "baseline value": base["value"], "candidate value": cand["value"], "speedup (x)": ratio,
-        "baseline TFLOPS/device published": _published_tflops(rows, base), "baseline TFLOPS/device recomputed": tf(base),
-        "candidate TFLOPS/device published": _published_tflops(rows, cand), "candidate TFLOPS/device recomputed": tf(cand),
+        "baseline TFLOPS/device published": tflops(base), "baseline TFLOPS/device recomputed": tf(base),
+        "candidate TFLOPS/device published": tflops(cand), "candidate TFLOPS/device recomputed": tf(cand),
         "caveats": "; ".join(x for x in (_caveats(base, cand), why) if x),
         "source": cand["source_id"] if cand["source_id"] == base["source_id"] else f"{base['source_id']}; {cand['source_id']}",
         "baseline result id": base["id"], "candidate result id": cand["id"],
@@ -443,20 +450,27 @@ def _pair_row(rows: pl.DataFrame, models: Mapping[str, dict[str, Any]], base: di
 
 
 def _computed_pairs(rows: pl.DataFrame, preset: Preset, models: Mapping[str, dict[str, Any]], formula: str) -> list[dict[str, Any]]:
+    """Each candidate row against the first baseline row of its model with the same device count (else the
+    first of its model). Baselines and published TFLOPS are indexed once: a store can hold thousands of pairs."""
     if preset.base is None or preset.cand is None:
         return []
     on_metric = rows.filter(pl.col("metric") == preset.metric)
     if preset.source:
         on_metric = on_metric.filter(pl.col("source_id") == preset.source)
     base_rows, cand_rows = on_metric.filter(preset.base.expr()), on_metric.filter(preset.cand.expr())
+    first_of_model: dict[Any, dict[str, Any]] = {}
+    first_of_model_and_n: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for base in base_rows.to_dicts():
+        if base["model_id"] is not None:  # a null model matches no candidate (== on null is null)
+            first_of_model.setdefault(base["model_id"], base)
+            if base["n_devices"] is not None:
+                first_of_model_and_n.setdefault((base["model_id"], base["n_devices"]), base)
+    published = _published_tflops_index(rows)
     out = []
     for cand in cand_rows.to_dicts():
-        same_model = base_rows.filter(pl.col("model_id") == cand["model_id"])
-        if same_model.height == 0:
-            continue
-        same_n = same_model.filter(pl.col("n_devices") == cand["n_devices"])
-        base = (same_n if same_n.height else same_model).row(0, named=True)
-        out.append(_pair_row(rows, models, base, cand, formula))
+        base = first_of_model_and_n.get((cand["model_id"], cand["n_devices"])) or first_of_model.get(cand["model_id"])
+        if base is not None:
+            out.append(_pair_row(published, models, base, cand, formula))
     return out
 
 
@@ -781,8 +795,7 @@ _TABLES: dict[str, Callable[[Any, Engine], pl.DataFrame]] = {
 
 def is_empty(engine: Engine) -> bool:
     """True when the store has no tables or no result rows and no runs: the pages say to run init."""
-    c = store.counts(engine)
-    return c.get("result", 0) == 0 and c.get("run", 0) == 0
+    return not store.has_data(engine)
 
 
 __all__ = [

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from ingest.pipeline import ingest_bytes, ingest_path
 from perfledger import store
-from perfledger.errors import ParseError, StoreBusy
+from perfledger.errors import ParseError, StoreBusy, StoreNotInitialised
 from tests.conftest import DATA_DIR, LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -120,3 +120,18 @@ def test_an_out_of_memory_error_is_not_mistaken_for_the_file_lock() -> None:
     lock = 'IO Error: Could not set lock on file "/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 7)'
     assert store._lock_holder(out_of_memory) is None
     assert store._lock_holder(lock) == "/usr/bin/python3 (PID 7)"
+
+
+def test_has_data_is_false_without_tables_or_rows_and_true_once_anything_is_stored(
+        store_url: str, seeded_store: Engine) -> None:
+    engine = store.engine_from_url(store_url)
+    assert store.has_data(engine) is False  # no tables yet: not an error
+    store.create_schema(engine)
+    assert store.has_data(engine) is False
+    assert store.has_data(seeded_store) is True
+    engine.dispose()
+
+
+def test_a_missing_table_is_reported_as_a_store_never_initialised(store_url: str) -> None:
+    with pytest.raises(StoreNotInitialised, match=r"python -m perfledger init"):
+        store.results(store.engine_from_url(store_url))
