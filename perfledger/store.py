@@ -628,12 +628,27 @@ def result_counts(engine: Engine, by: str) -> pl.DataFrame:
     return query(engine, stmt)
 
 
+def _accelerators_select() -> sa.Select[Any]:
+    return sa.select(schema.accelerator).order_by(schema.accelerator.c.id)
+
+
+def _models_select() -> sa.Select[Any]:
+    return sa.select(schema.model).order_by(schema.model.c.id)
+
+
 def accelerators(engine: Engine) -> pl.DataFrame:
-    return query(engine, sa.select(schema.accelerator).order_by(schema.accelerator.c.id))
+    return query(engine, _accelerators_select())
 
 
 def models(engine: Engine) -> pl.DataFrame:
-    return query(engine, sa.select(schema.model).order_by(schema.model.c.id))
+    return query(engine, _models_select())
+
+
+def catalog(engine: Engine) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(models, accelerators) through one connection: opening a DuckDB connection costs about 10 ms, as much as
+    reading both tables."""
+    with _connection(engine, write=False) as conn:
+        return _frame(conn, _models_select()), _frame(conn, _accelerators_select())
 
 
 def sources(engine: Engine) -> pl.DataFrame:

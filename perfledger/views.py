@@ -561,7 +561,8 @@ def _vs_measured(row: Mapping[str, Any], mfu: float | None, peak: float | None,
 
 def accelerator_table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
     rows = store.results(engine, metric=state.metric, model_ids=list(state.models) or None)
-    accs, models = _rows_by_id(store.accelerators(engine)), _rows_by_id(store.models(engine))
+    model_rows, acc_rows = store.catalog(engine)
+    accs, models = _rows_by_id(acc_rows), _rows_by_id(model_rows)
     measured = _measured_peaks(engine) if state.norm == "mfu" else {}
     out = []
     for r in rows.to_dicts():
@@ -674,8 +675,8 @@ def _throughput_per_device(state: TimeToTrainView, engine: Engine) -> tuple[floa
         if row is None:
             raise InvalidQuery(f"no tokens/s/device row is stored for {state.model} on {state.accelerator}; choose another pair or use mode=peak")
         return float(row["value"]), f"measured {row['value']:g} tokens/s/device (result {row['id']}, {row['source_id']})"
-    model = _rows_by_id(store.models(engine)).get(state.model)
-    acc = _rows_by_id(store.accelerators(engine)).get(state.accelerator)
+    model_rows, acc_rows = store.catalog(engine)
+    model, acc = _rows_by_id(model_rows).get(state.model), _rows_by_id(acc_rows).get(state.accelerator)
     if model is None or acc is None:
         missing = state.model if model is None else state.accelerator
         raise InvalidQuery(f"{missing!r} is not in the catalog; pick a model and accelerator from the lists")
@@ -758,7 +759,7 @@ def audit_table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rule = audit_rule(state)
     rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC])
-    frame = audit.audit_claims(rows, store.models(engine), store.accelerators(engine), rule)
+    frame = audit.audit_claims(rows, *store.catalog(engine), rule)
     if state.models:
         frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
     if state.sources:
