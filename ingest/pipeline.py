@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from ingest.detect import WIDE_HEAD_BYTES, detect_head
 from ingest.parsers.base import LogParser
 from ingest.summary import RunSummary, resolve_config, summarize
-from ingest.text import iter_line_chunks
+from ingest.text import clean_text, iter_line_chunks
 from perfledger import store
 from perfledger.errors import FileTooLarge, ParseError
 from perfledger.records import ParseSummary, RunConfig, SaveResult
@@ -242,7 +242,7 @@ def ingest_stream(engine: Engine, raw: BinaryIO, file_name: str, overrides: RunC
                   now: datetime | None = None) -> IngestOutcome:
     """Parse `raw` and store it as one run in one transaction (idempotent by content hash)."""
     run, stream = _start(raw, file_name, limit, on_progress)
-    header = store.RunHeader(format=run.parser.format.value, file_name=Path(file_name).name,
+    header = store.RunHeader(format=run.parser.format.value, file_name=clean_text(Path(file_name).name),
                              ingested_at=now or datetime.now(UTC))
     holder: dict[str, RunSummary] = {}
 

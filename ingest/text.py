@@ -1,9 +1,9 @@
 """Bytes -> clean text lines, in chunks, in bounded memory.
 
 What real logs throw at us and what happens here: non-UTF-8 bytes become U+FFFD (never an exception);
-ANSI colour codes are removed; a CRLF ending loses its CR; carriage-return progress frames inside one line
-are kept (parsers that read tqdm bars split on "\r" themselves); a line longer than MAX_LINE_BYTES is cut
-there, so one newline-free gigabyte cannot take the memory with it.
+ANSI colour codes and NUL characters are removed; a CRLF ending loses its CR; carriage-return progress frames
+inside one line are kept (parsers that read tqdm bars split on "\r" themselves); a line longer than
+MAX_LINE_BYTES is cut there, so one newline-free gigabyte cannot take the memory with it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]")
 
 
 def clean_text(text: str) -> str:
-    """Remove ANSI escape sequences (colours, cursor moves) from text."""
+    """Remove ANSI escape sequences (colours, cursor moves) and NUL characters from text.
+
+    NULs are what a node that crashed mid-write leaves at the end of its log; PostgreSQL refuses them in text,
+    so a log stored on DuckDB would be refused on the team server.
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", "")
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 

@@ -104,3 +104,11 @@ def test_a_file_over_the_limit_once_gunzipped_is_refused_in_process(store_engine
     with pytest.raises(FileTooLarge, match="once decompressed"):
         ingest_bytes(store_engine, packed, "big.log.gz", limit=len(raw) * 4)
     assert len(packed) < len(raw) * 4 and store.counts(store_engine)["run"] == 0
+
+
+def test_nul_characters_are_dropped_so_every_backend_stores_the_same_text(seeded_store: Engine) -> None:
+    """A crashed node leaves NULs in its log; PostgreSQL refuses them in text, so they never reach the store."""
+    outcome = ingest_bytes(seeded_store, claims_csv("a\x00b", "ti\x00tle"), "nul\x00.csv")
+    row = store.results(seeded_store, source_ids=["hostile_src"]).row(0, named=True)
+    assert (row["note"], row["source_title"]) == ("ab", "title")
+    assert store.run(seeded_store, outcome.run_id).file_name == "nul.csv"  # type: ignore[union-attr]
