@@ -23,10 +23,10 @@ from sqlalchemy import Engine
 
 from ingest.detect import WIDE_HEAD_BYTES, detect_head
 from ingest.parsers.base import LogParser
-from ingest.summary import RunSummary, resolve_config, summarize
+from ingest.summary import CatalogRows, RunSummary, resolve_config, summarize
 from ingest.text import clean_text, iter_line_chunks
 from perfledger import store
-from perfledger.errors import FileTooLarge, ParseError
+from perfledger.errors import FileTooLarge, ParseError, PerfledgerError
 from perfledger.records import ParseSummary, RunConfig, SaveResult
 from perfledger.vocabulary import LogFormat
 
@@ -280,7 +280,24 @@ commit = ingest_bytes  # the page's name for it
 def _summary(run: _Run, overrides: RunConfig, engine: Engine | None) -> RunSummary:
     assert run.parsed is not None, "finish() runs after the last batch"
     config = resolve_config(run.parsed.config.merged(overrides))
-    return summarize(run.parsed, config, run.summary_steps.read(), engine)
+    return summarize(run.parsed, config, run.summary_steps.read(), _catalog_rows(engine, config))
+
+
+def _catalog_rows(engine: Engine | None, config: RunConfig) -> CatalogRows:
+    """The stored catalog rows of the run's model and accelerator; none without a store, or an unreadable one
+    (the summary then says which figures need them)."""
+    if engine is None:
+        return CatalogRows()
+    try:
+        models, accelerators = store.catalog(engine)
+    except PerfledgerError:
+        return CatalogRows()
+    return CatalogRows(model=_row_with_id(models, config.model), accelerator=_row_with_id(accelerators, config.accelerator))
+
+
+def _row_with_id(frame: pl.DataFrame, ident: str | None) -> dict[str, Any] | None:
+    rows = frame.filter(pl.col("id") == ident) if ident is not None else frame.clear()
+    return rows.row(0, named=True) if rows.height else None
 
 
 def _final(run: _Run, summary: RunSummary) -> store.RunFinal:

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
-from sqlalchemy import Engine
 
-from perfledger import catalog, store
+from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc.steady import SteadyRule, SteadyState, steady_state
-from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
+from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 
 STEADY_KEYS = ("first_step", "last_step", "step_time_s_median", "tokens_per_s_per_device",
@@ -96,14 +95,12 @@ def _resolve(fn: Any, name: str | None) -> str | None:
         return None
 
 
-def _row(frame_fn: Any, engine: Engine | None, ident: str | None) -> dict[str, Any] | None:
-    if engine is None or ident is None:
-        return None
-    try:
-        rows = frame_fn(engine).filter(pl.col("id") == ident)
-    except PerfledgerError:
-        return None
-    return rows.row(0, named=True) if rows.height else None
+@dataclass(frozen=True, slots=True)
+class CatalogRows:
+    """The catalog's rows for the run's model and accelerator (None where unknown or no store is at hand)."""
+
+    model: Mapping[str, Any] | None = None
+    accelerator: Mapping[str, Any] | None = None
 
 
 def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelShape | None:
@@ -130,16 +127,15 @@ def _median(steps: pl.DataFrame, column: str) -> float | None:
     return float(values.median()) if values.len() else None  # type: ignore[arg-type]
 
 
-def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame, engine: Engine | None,
-              rule: SteadyRule = SteadyRule()) -> RunSummary:
+def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame,
+              known: CatalogRows = CatalogRows(), rule: SteadyRule = SteadyRule()) -> RunSummary:
     """steps may be lazy (the pipeline's spool): each part then reads only its own columns, one part at a time."""
     warnings = list(parsed.warnings)
     why: dict[str, str] = {}
     steady = _steady(steps.lazy().select("step", "step_time_s", "tokens").collect(), rule, why)
     window = _window(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
-    model_row = _row(store.models, engine, config.model)
-    acc_row = _row(store.accelerators, engine, config.accelerator)
+    model_row, acc_row = known.model, known.accelerator
     shape = _shape(config, model_row)
     seq_len = config.seq_len or (model_row or {}).get("seq_len")
     f = _flops(shape, seq_len, config, why)
