@@ -597,6 +597,7 @@ SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughp
 _SERIES_COLUMNS = ("source_id", "model_id", "accelerator_id", "framework_version", "precision", "seq_len",
                    "global_batch", "metric")
 _RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
+_SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
 
 
 def _series_key(r: Mapping[str, Any]) -> str:
@@ -648,7 +649,7 @@ def _stored_scaling(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any
 
 def scaling_table(state: ScalingView, engine: Engine) -> pl.DataFrame:
     rows = store.results(engine, metric=list(SCALING_METRICS), model_ids=list(state.models) or None,
-                         accelerator_ids=list(state.accelerators) or None)
+                         accelerator_ids=list(state.accelerators) or None, columns=_SCALING_INPUTS)
     sensitivity = state.section == "sensitivity"
     records = ([] if sensitivity else _scaling_rows(rows)) + _stored_scaling(rows, sensitivity)
     frame = pl.DataFrame(records, schema=SCALING_SCHEMA, strict=False) if records else pl.DataFrame(schema=SCALING_SCHEMA)
@@ -761,7 +762,7 @@ def audit_rule(state: AuditView) -> audit.AuditRule:
 def audit_table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rule = audit_rule(state)
-    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC])
+    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC], columns=audit.INPUT_COLUMNS)
     frame = audit.audit_claims(rows, *store.catalog(engine), rule)
     if state.models:
         frame = frame.filter(pl.col("model_id").is_in(list(state.models)))

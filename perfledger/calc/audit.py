@@ -36,6 +36,8 @@ THROUGHPUT_METRIC = "tokens_per_s_per_device"
 MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
               "precision", "framework_version", "workload", "strategy", "tp", "pp", "cp", "ep")
 
+INPUT_COLUMNS = ("id", *MATCH_KEYS, "metric", "value", "unit")  # what audit_claims reads of a result row
+
 AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
     "n_devices": pl.Int64(), "precision": pl.String(), "seq_len": pl.Int64(), "metric": pl.String(),

@@ -135,3 +135,12 @@ def test_has_data_is_false_without_tables_or_rows_and_true_once_anything_is_stor
 def test_a_missing_table_is_reported_as_a_store_never_initialised(store_url: str) -> None:
     with pytest.raises(StoreNotInitialised, match=r"python -m perfledger init"):
         store.results(store.engine_from_url(store_url))
+
+
+def test_results_can_fetch_only_the_columns_a_page_reads(seeded_store: Engine) -> None:
+    full = store.results(seeded_store, metric="tokens_per_s_per_device")
+    narrow = store.results(seeded_store, metric="tokens_per_s_per_device", columns=["value", "id", "source_title"])
+    assert narrow.columns == ["id", "value", "source_title"]  # the table's order, not the caller's
+    assert narrow.equals(full.select("id", "value", "source_title"))
+    with pytest.raises(ValueError, match="no result column named nope"):
+        store.results(seeded_store, columns=["id", "nope"])
