@@ -289,15 +289,10 @@ def _catalog_rows(engine: Engine | None, config: RunConfig) -> CatalogRows:
     if engine is None:
         return CatalogRows()
     try:
-        models, accelerators = store.catalog(engine)
+        model, accelerator = store.catalog_rows(engine, config.model, config.accelerator)
     except PerfledgerError:
         return CatalogRows()
-    return CatalogRows(model=_row_with_id(models, config.model), accelerator=_row_with_id(accelerators, config.accelerator))
-
-
-def _row_with_id(frame: pl.DataFrame, ident: str | None) -> dict[str, Any] | None:
-    rows = frame.filter(pl.col("id") == ident) if ident is not None else frame.clear()
-    return rows.row(0, named=True) if rows.height else None
+    return CatalogRows(model=model, accelerator=accelerator)
 
 
 def _final(run: _Run, summary: RunSummary) -> store.RunFinal:

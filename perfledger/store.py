@@ -653,6 +653,19 @@ def models(engine: Engine) -> pl.DataFrame:
     return query(engine, _models_select())
 
 
+def catalog_rows(engine: Engine, model_id: str | None, accelerator_id: str | None
+                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The model's and the accelerator's catalog rows (None where the id is None or unknown), through one
+    connection and without Arrow: an ingest process that reads two rows should not load pyarrow (~40 MB)."""
+    if model_id is None and accelerator_id is None:
+        return None, None
+    wanted = [(schema.model, model_id), (schema.accelerator, accelerator_id)]
+    with _connection(engine, write=False) as conn:
+        found = [conn.execute(sa.select(table).where(table.c.id == ident)).mappings().first()
+                 if ident is not None else None for table, ident in wanted]
+    return tuple(dict(row) if row is not None else None for row in found)  # type: ignore[return-value]
+
+
 def catalog(engine: Engine) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(models, accelerators) through one connection: opening a DuckDB connection costs about 10 ms, as much as
     reading both tables."""

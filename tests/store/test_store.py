@@ -144,3 +144,16 @@ def test_results_can_fetch_only_the_columns_a_page_reads(seeded_store: Engine) -
     assert narrow.equals(full.select("id", "value", "source_title"))
     with pytest.raises(ValueError, match="no result column named nope"):
         store.results(seeded_store, columns=["id", "nope"])
+
+
+def test_catalog_rows_reads_two_rows_without_loading_pyarrow_in_a_lean_process(seeded_store: Engine) -> None:
+    model, accelerator = store.catalog_rows(seeded_store, "llama2-70b", "not-an-accelerator")
+    assert model is not None and model["id"] == "llama2-70b" and model["layers"] == 80
+    assert accelerator is None
+    assert store.catalog_rows(seeded_store, None, None) == (None, None)
+    probe = ("import sys; from perfledger import store; store.lean_process(); "
+             "e = store.engine_from_url(sys.argv[1]); store.catalog_rows(e, 'llama2-70b', 'h100-sxm'); "
+             "print('pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe, str(seeded_store.url.render_as_string(hide_password=False))],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
