@@ -85,12 +85,13 @@ def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.D
              .join(_peaks(claims, accelerators), on=["accelerator_id", "precision"], how="left", nulls_equal=True)
              .sort("_row"))
     frame = _verdicts(frame, rule)
-    return frame.with_columns(
+    out = frame.with_columns(
         pl.Series("explanation", list(_explanations(frame, rule)), dtype=pl.String),
         claim_id=pl.col("id"), reported=pl.col("value"), tolerance=pl.lit(rule.tolerance),
         formula=pl.lit(fl.FORMULA_TITLES.get(rule.formula, rule.formula)),
-    ).select(pl.col(name).cast(dtype) if name in frame.columns or name in ("explanation", "claim_id", "reported",
-             "tolerance", "formula") else pl.lit(None, dtype=dtype).alias(name) for name, dtype in AUDIT_SCHEMA.items())
+    )
+    return out.select(pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype=dtype).alias(name)
+                      for name, dtype in AUDIT_SCHEMA.items())
 
 
 def _other_formulas(rule: AuditRule) -> list[str]:
@@ -98,7 +99,8 @@ def _other_formulas(rule: AuditRule) -> list[str]:
 
 
 class _Flops:
-    """FLOPs per token by (model, seq len, formula), each computed once: thousands of claims share a few models."""
+    """FLOPs per token of a catalog model (None when its shape is unknown); asked once per distinct model and
+    sequence length, since thousands of claims share a few models."""
 
     def __init__(self, shapes: Mapping[str, Mapping[str, Any]]) -> None:
         self.shapes = shapes
