@@ -114,7 +114,10 @@ step = Table(
     Column("reported_mfu", Float),
     Column("reported_tokens_per_s_per_device", Float),
     Column("memory_gb", Float),
-    Index("ix_step_run", "run_id", "step"),
+    # PostgreSQL reads a run's steps through it. DuckDB finds them as fast from its per-row-group min/max
+    # (4.4 ms for a 10k-step run of 10M rows with or without it), and maintaining it cost 40% of an ingest's
+    # insert time and 57% more file size; stores made before this still have it, harmlessly.
+    Index("ix_step_run", "run_id", "step").ddl_if(dialect="postgresql"),
 )
 
 result = Table(
