@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -39,9 +40,50 @@ def head_text(raw: bytes) -> str:
     return clean_text(decode(raw[:HEAD_BYTES]))
 
 
-def iter_line_chunks(stream: BinaryIO, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line number of the first line, clean lines) for consecutive chunks of the stream."""
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """Whole lines of a file, decoded and cleaned: line `first_lineno` starts `text`.
+
+    A parser reads lines(); text tells it more at no cost (text.isascii(): byte offsets are character offsets).
+    """
+
+    first_lineno: int
+    text: str
+
+    @property
+    def n_lines(self) -> int:
+        if not self.text:
+            return 0
+        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+
+    def lines(self) -> list[str]:
+        lines = self.text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if "\r" in self.text:
+            lines = [line.removesuffix("\r") for line in lines]
+        if len(self.text) > MAX_LINE_BYTES and max(map(len, lines), default=0) > MAX_LINE_BYTES:
+            lines = [line[:MAX_LINE_BYTES] for line in lines]
+        return lines
+
+
+def iter_text_chunks(stream: BinaryIO, *, chunk_bytes: int | None = None) -> Iterator[TextChunk]:
+    """Consecutive chunks of whole lines of the stream (about CHUNK_BYTES each), each decoded and cleaned."""
     lineno = 1
+    for block in _line_blocks(stream, chunk_bytes or CHUNK_BYTES):
+        chunk = TextChunk(lineno, clean_text(decode(block)))
+        yield chunk
+        lineno += chunk.n_lines
+
+
+def iter_line_chunks(stream: BinaryIO, *, chunk_bytes: int | None = None) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line number of the first line, clean lines) for consecutive chunks of the stream."""
+    for chunk in iter_text_chunks(stream, chunk_bytes=chunk_bytes):
+        yield chunk.first_lineno, chunk.lines()
+
+
+def _line_blocks(stream: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
+    """Blocks of about chunk_bytes that end at a newline (or a cut past MAX_LINE_BYTES, or the end of the file)."""
     carry = b""
     while True:
         block = stream.read(chunk_bytes)
@@ -55,20 +97,6 @@ def iter_line_chunks(stream: BinaryIO, *, chunk_bytes: int = CHUNK_BYTES) -> Ite
                 continue
             cut = len(data) - 1  # a newline-free run past the limit: emit it as one cut line
         carry = data[cut + 1 :]
-        lines = _split(data[: cut + 1])
-        yield lineno, lines
-        lineno += len(lines)
+        yield data[: cut + 1]
     if carry:
-        yield lineno, _split(carry)
-
-
-def _split(data: bytes) -> list[str]:
-    text = clean_text(decode(data))
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if "\r" in text:
-        lines = [line.removesuffix("\r") for line in lines]
-    if len(text) > MAX_LINE_BYTES and max(map(len, lines), default=0) > MAX_LINE_BYTES:
-        lines = [line[:MAX_LINE_BYTES] for line in lines]
-    return lines
+        yield carry

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from ingest.text import TextChunk
 from perfledger.records import LineProblem, ParseSummary
 from perfledger.vocabulary import LogFormat
 
@@ -36,6 +37,11 @@ class LogParser(ABC):
         """The part of feed() that reads no parser state, so the pipeline can run it on its reader thread one
         chunk ahead (Polars releases the GIL). feed(lines, n) == feed_prepared(prepare(lines, n))."""
         return lines, first_lineno
+
+    def prepare_chunk(self, chunk: TextChunk) -> Any:
+        """prepare() for a chunk as the pipeline reads it: a parser that reads lines as a Polars Series takes
+        chunk.series() here and skips building a Python string per line."""
+        return self.prepare(chunk.lines(), chunk.first_lineno)
 
     def feed_prepared(self, prepared: Any) -> pl.DataFrame:
         return self.feed(*prepared)

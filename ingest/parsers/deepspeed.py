@@ -69,6 +69,7 @@ class DeepSpeedParser(MegatronParser):
 
     # Whether a chunk is Megatron's or DeepSpeed's own is decided here, with state: no read-ahead split.
     prepare = LogParser.prepare
+    prepare_chunk = LogParser.prepare_chunk
     feed_prepared = LogParser.feed_prepared
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:

@@ -44,27 +44,62 @@ from ingest.parsers._common import (
     to_int,
 )
 from ingest.parsers.base import MAX_PROBLEMS_KEPT, LogParser
+from ingest.text import TextChunk
 from perfledger.errors import ParseError
 from perfledger.records import LineProblem, ParseSummary, empty_steps
 from perfledger.vocabulary import LogFormat
 
-_STEP = r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
-_FIELDS: dict[str, str] = {
-    "elapsed_ms": rf"elapsed time per iteration \(ms\):\s*({NUM})(?:/{NUM})?\s*\|",
-    "lr": rf"learning rate:\s*({NUM})\s*\|",
-    "gbs": r"global batch size:\s*(\d+)\s*\|",
-    "loss": rf"lm[ -]loss:\s*({NUM})\s*\|",
-    "grad_norm": rf"grad norm:\s*({NUM})\s*\|",
-    "tflops": rf"throughput per GPU \(TFLOP/s/GPU\):\s*({NUM})(?:/{NUM})?\s*\|",
+
+@dataclass(frozen=True, slots=True)
+class _Labeled:
+    """A field printed as ``<label><head><value><tail> |``: its regex, and what the text between its label and
+    the next ``|`` looks like when that regex matches there (so it can be checked without a capture).
+
+    A tail, when there is one, starts with ``/`` (``12.5/13.0``); values never contain ``/`` or spaces.
+    """
+
+    label: str
+    value: str
+    head: str = r"\s*"
+    tail: str = ""
+    also_spelled: tuple[str, ...] = ()
+
+    @property
+    def pattern(self) -> str:
+        labels = "|".join(_escape(label) for label in (self.label, *self.also_spelled))
+        return (f"(?:{labels})" if self.also_spelled else labels) + rf"{self.head}({self.value}){self.tail}\s*\|"
+
+    @property
+    def token(self) -> str:
+        return rf"^{self.head}(?:{self.value}){self.tail}\s*$"
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"[\\^$.|?*+()\[\]{}]", lambda m: "\\" + m.group(), text)
+
+
+_INT = r"\d+"
+_RATIO = rf"(?:/{NUM})?"
+_LABELED: dict[str, _Labeled] = {
+    "_step": _Labeled("iteration", _INT, head=r"\s+", tail=r"\s*/\s*\d+"),
+    "elapsed_ms": _Labeled("elapsed time per iteration (ms):", NUM, tail=_RATIO),
+    "lr": _Labeled("learning rate:", NUM),
+    "gbs": _Labeled("global batch size:", _INT),
+    "loss": _Labeled("lm loss:", NUM, also_spelled=("lm-loss:",)),
+    "grad_norm": _Labeled("grad norm:", NUM),
+    "tflops": _Labeled("throughput per GPU (TFLOP/s/GPU):", NUM, tail=_RATIO),
+    "tok_gpu": _Labeled("tokens per GPU (tokens/s/GPU):", NUM, tail=_RATIO),
+    "tgs": _Labeled("tokens per gpu per second (tgs):", NUM),
+    "consumed_tokens": _Labeled("consumed tokens:", _INT),
+    "consumed_samples": _Labeled("consumed samples:", _INT),
+    "seqlen": _Labeled("actual seqlen:", _INT),
+    "skipped": _Labeled("number of skipped iterations:", _INT),
+    "nan_iters": _Labeled("number of nan iterations:", _INT),
+}
+_STEP = _LABELED["_step"].pattern
+_FIELDS: dict[str, str] = {name: field.pattern for name, field in _LABELED.items() if name != "_step"} | {
     "tflops_ds": rf"\|\s*TFLOPs:\s*({NUM})\s*\|",
-    "tok_gpu": rf"tokens per GPU \(tokens/s/GPU\):\s*({NUM})(?:/{NUM})?\s*\|",
-    "tgs": rf"tokens per gpu per second \(tgs\):\s*({NUM})\s*\|",
     "tok_total": rf"\|\s*tokens per second:\s*({NUM})\s*\|",
-    "consumed_tokens": r"consumed tokens:\s*(\d+)\s*\|",
-    "consumed_samples": r"consumed samples:\s*(\d+)\s*\|",
-    "seqlen": r"actual seqlen:\s*(\d+)\s*\|",
-    "skipped": r"number of skipped iterations:\s*(\d+)\s*\|",
-    "nan_iters": r"number of nan iterations:\s*(\d+)\s*\|",
     "mem_max": rf"max mem usage/usage_ratio:\s*({NUM})GB",
     "mem": rf"mem usage/free/total/usage_ratio:\s*({NUM})GB",
 }
@@ -174,10 +209,13 @@ class MegatronParser(LogParser):
     # -- chunks ---------------------------------------------------------------------------------------------
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        return self._feed_segments(_segments(lines, first_lineno))
+        return self._feed_segments(MegatronParser.prepare(self, lines, first_lineno))
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> list[_Segment]:
-        return _segments(lines, first_lineno)
+        return _segments(pl.Series("line", lines, dtype=pl.String), first_lineno, all(map(str.isascii, lines)))
+
+    def prepare_chunk(self, chunk: TextChunk) -> list[_Segment]:
+        return _segments(pl.Series("line", chunk.lines(), dtype=pl.String), chunk.first_lineno, chunk.text.isascii())
 
     def feed_prepared(self, prepared: list[_Segment]) -> pl.DataFrame:
         return self._feed_segments(prepared)
@@ -529,24 +567,24 @@ class _Segment:
     steps: _StepLines | None
 
 
-def _segments(lines: Sequence[str], first_lineno: int) -> list[_Segment]:
-    if not lines:
+def _segments(text: pl.Series, first_lineno: int, ascii: bool) -> list[_Segment]:
+    """ascii: every line is ASCII, known from the chunk at no cost (see _read_labeled)."""
+    if text.is_empty():
         return []
-    text = pl.Series("line", lines, dtype=pl.String)
     starts = text.str.contains(_LAUNCH).arg_true().to_list()
-    bounds = sorted({0, *starts, len(lines)})
-    return [_segment(text.slice(a, b - a), first_lineno + a, a in starts)
+    bounds = sorted({0, *starts, text.len()})
+    return [_segment(text.slice(a, b - a), first_lineno + a, a in starts, ascii)
             for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
-def _segment(seg: pl.Series, lineno0: int, starts_launch: bool) -> _Segment:
+def _segment(seg: pl.Series, lineno0: int, starts_launch: bool, ascii: bool) -> _Segment:
     is_iter = seg.str.contains("iteration ", literal=True)
     rest = seg.filter(~is_iter)
     config_lines = rest.filter(rest.str.contains(_CONFIG_HINT) & rest.str.contains(_CONFIG_USED)).to_list()
     if not is_iter.any():
         return _Segment(starts_launch, config_lines, None)
     pos = is_iter.arg_true()
-    cols = _extract(seg.filter(is_iter))
+    cols = _extract(seg.filter(is_iter), ascii)
     step = cols.pop("_step")
     found = step.is_not_null()
     if not found.all():
@@ -569,9 +607,8 @@ _ANCHORS: dict[str, str] = {
 _COUNTS = ("skipped", "nan_iters")  # almost always 0: a literal test stands in for the regex when no line says otherwise
 
 
-def _extract(lines: pl.Series) -> dict[str, pl.Series]:
-    """The step number ("_step", Int64) and each _FIELDS value (Float64) of each line, null where absent, in one
-    parallel Polars select.
+def _extract(lines: pl.Series, ascii: bool) -> dict[str, pl.Series]:
+    """The step number ("_step", Int64) and each _FIELDS value (Float64) of each line, null where absent.
 
     Passes that cannot match are skipped: fields whose anchor is in no line, skipped/nan counts when no line's
     count is non-zero (then 0 where the label is present), consumed samples when every line has the batch size.
@@ -581,26 +618,91 @@ def _extract(lines: pl.Series) -> dict[str, pl.Series]:
     line = pl.col("line")
     first = lines[0] if lines.len() else ""
     unseen = {name: anchor for name, anchor in _ANCHORS.items() if anchor not in first}
-    probe = {name: True for name in _ANCHORS} | frame.select(
+    spellings = {spelling for field in _LABELED.values() for spelling in field.also_spelled}
+    probe = {name: True for name in (*_ANCHORS, *spellings)} | frame.select(
         *(line.str.contains(anchor, literal=True).any().alias(name) for name, anchor in unseen.items()),
         *(line.str.contains(_ANCHORS[name] + r"\s*[1-9]").any().alias(f"{name} > 0") for name in _COUNTS),
+        *(line.str.contains(spelling, literal=True).any().alias(spelling) for spelling in spellings),
     ).row(0, named=True)
-
-    def field(name: str) -> pl.Expr:
-        if not probe[name]:
-            return pl.lit(None, dtype=pl.Float64).alias(name)
-        if name in _COUNTS and not probe[f"{name} > 0"]:
-            return pl.when(line.str.contains(_ANCHORS[name], literal=True)).then(0.0).otherwise(None).alias(name)
-        return line.str.extract(_FIELDS[name], 1).cast(pl.Float64, strict=False).alias(name)
-
-    eager = [name for name in _FIELDS if name != "consumed_samples"]
-    cols = frame.select(line.str.extract(_STEP, 1).cast(pl.Int64, strict=False).alias("_step"),
-                        *(field(name) for name in eager)).to_dict()
+    cols = _read(frame, ["_step", *(name for name in _FIELDS if name != "consumed_samples")], probe, ascii)
     gbs_missing = bool(cols["gbs"].filter(cols["_step"].is_not_null()).null_count())
-    needed = gbs_missing and probe["consumed_samples"]
-    cols["consumed_samples"] = (frame.select(field("consumed_samples")).to_series() if needed
-                                else pl.Series("consumed_samples", [None] * lines.len(), dtype=pl.Float64))
+    cols |= _read(frame, ["consumed_samples"], probe | {"consumed_samples": probe["consumed_samples"] and gbs_missing},
+                  ascii)
     return cols
+
+
+def _read(frame: pl.DataFrame, names: list[str], probe: dict[str, bool], ascii: bool) -> dict[str, pl.Series]:
+    """names' columns, each the cheapest exact way: a null column when its anchor is in no line, a literal test
+    for a count no line states as non-zero, by position for a _LABELED field (unless a line spells its label
+    another way), by regex otherwise."""
+    line = pl.col("line")
+    absent = [name for name in names if not probe.get(name, True)]
+    zero = [name for name in names if name in _COUNTS and probe[name] and not probe[f"{name} > 0"]]
+    by_position = {name: _LABELED[name] for name in names if name in _LABELED and name not in absent + zero
+                   and not any(probe[spelling] for spelling in _LABELED[name].also_spelled)}
+    cols = frame.with_columns(  # with_columns: a null column gets the frame's height even when all are literals
+        *(pl.lit(None, dtype=pl.Float64).alias(name) for name in absent),
+        *(pl.when(line.str.contains(_ANCHORS[name], literal=True)).then(0.0).otherwise(None).alias(name)
+          for name in zero),
+        *(_by_regex(name) for name in names if name not in absent + zero and name not in by_position),
+    ).drop("line").to_dict() | _read_labeled(frame, by_position, ascii)
+    return {name: cols[name] for name in names}
+
+
+def _by_regex(name: str) -> pl.Expr:
+    pattern = _STEP if name == "_step" else _FIELDS[name]
+    return pl.col("line").str.extract(pattern, 1).cast(_dtype(name), strict=False).alias(name)
+
+
+def _dtype(name: str) -> type[pl.DataType]:
+    return pl.Int64 if name == "_step" else pl.Float64
+
+
+_WINDOW = 64  # bytes after a label searched for the closing "|"; a value printed wider is read by regex
+
+
+def _read_labeled(frame: pl.DataFrame, fields: dict[str, _Labeled], ascii: bool) -> dict[str, pl.Series]:
+    """Each field's value as _by_regex reads it, found by position: the label's first occurrence, the text up to
+    the next "|", checked against the field's token shape (a match, not a capture) and cast.
+
+    Where that finds nothing on a line that has the label (the first occurrence is not the field, the value is
+    wider than _WINDOW bytes, or the line is not ASCII, where a window could end inside a character), that line
+    is read by the regex, which may match a later occurrence: the result is _by_regex's on every line.
+    A regex capture per line and field was most of the parse; reading by position is 1.4x faster on a Megatron log.
+    """
+    if not fields:
+        return {}
+    line = pl.col("line")
+    plain = None if ascii else line.str.len_bytes() == line.str.len_chars()
+
+    def window(field: _Labeled) -> pl.Expr:
+        at = line.str.find(field.label, literal=True)
+        start = (at if plain is None else pl.when(plain).then(at)) + len(field.label)
+        return line.cast(pl.Binary).bin.slice(start, _WINDOW).cast(pl.String)
+
+    windows = frame.lazy().select(*(
+        expr for name, field in fields.items() for expr in (
+            line.str.find(field.label, literal=True).is_not_null().alias(f"has {name}"), window(field).alias(name))
+    )).collect()
+    values = windows.select(*(
+        expr for name, field in fields.items() for expr in (
+            pl.col(f"has {name}"), _value_in_window(pl.col(name), field, name).alias(name))
+    ))
+    out = {}
+    for name in fields:
+        value, missed = values[name], values[f"has {name}"] & values[name].is_null()
+        if missed.any():
+            rows = missed.arg_true()
+            value = value.scatter(rows, frame["line"].gather(rows).to_frame().select(_by_regex(name)).to_series())
+        out[name] = value
+    return out
+
+
+def _value_in_window(window: pl.Expr, field: _Labeled, name: str) -> pl.Expr:
+    end = window.str.find("|", literal=True)  # bin.slice reads a null length as "to the end": no "|", no token
+    token = pl.when(end.is_not_null()).then(window.cast(pl.Binary).bin.slice(0, end).cast(pl.String))
+    text = token.str.splitn("/", 2).struct.field("field_0") if field.tail else token
+    return pl.when(token.str.contains(field.token)).then(text.str.strip_chars().cast(_dtype(name), strict=False))
 
 
 def _last(series: pl.Series, previous: float | None) -> float | None:
