@@ -393,8 +393,6 @@ class _BulkWriter:
             self._spool = tempfile.TemporaryDirectory(prefix="perfledger-")
             # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
             self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
-            # Steps are always read back ORDER BY step, so the insert may write rows in any order (1.5x faster).
-            self.conn.exec_driver_sql("SET preserve_insertion_order = false")
         return self
 
     def add(self, frame: pl.DataFrame) -> int:
@@ -437,7 +435,6 @@ class _BulkWriter:
             if exc_type is None:  # else the transaction is rolled back and its connection closed (NullPool)
                 self._insert_spooled()
                 self.conn.exec_driver_sql("RESET memory_limit")
-                self.conn.exec_driver_sql("RESET preserve_insertion_order")
 
     def _name(self) -> str:
         return self.conn.dialect.identifier_preparer.quote(self.table.name)
