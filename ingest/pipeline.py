@@ -15,6 +15,7 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ from perfledger.vocabulary import LogFormat
 GZIP_MAGIC = b"\x1f\x8b"
 T = TypeVar("T")
 U = TypeVar("U")
+V = TypeVar("V")
 _STEADY_COLUMNS = ("step", "step_time_s", "tokens")
 _REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
@@ -161,10 +163,8 @@ class _Run:
     parsed: ParseSummary | None = None
 
     def batches(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
-        for prepared in _read_ahead(iter_text_chunks(stream), self.parser.prepare_chunk):
-            frame = self.parser.feed_prepared(prepared)
+        for frame in _read_ahead(iter_text_chunks(stream), self.parser.prepare_chunk, self._feed):
             if frame.height:
-                self.summary_steps.add(frame)
                 yield frame
             if self.on_progress is not None:
                 self.on_progress(self.limited.count)
@@ -176,37 +176,75 @@ class _Run:
                 self.summary_steps.add(frame)
                 yield frame
 
+    def _feed(self, prepared: Any) -> pl.DataFrame:
+        frame = self.parser.feed_prepared(prepared)
+        if frame.height:
+            self.summary_steps.add(frame)
+        return frame
+
 
 READ_AHEAD_WORKERS = 2  # 1 -> 2: 1.2x on the 1 GB Megatron log; 3 gave nothing more on 2 cores
 
 
-def _read_ahead(items: Iterator[T], prepare: Callable[[T], U], workers: int = READ_AHEAD_WORKERS) -> Iterator[U]:
-    """prepare(item) for each item, in order, computed on `workers` reader threads ahead of the caller.
+def _read_ahead(items: Iterator[T], prepare: Callable[[T], U], in_order: Callable[[U], V],
+                workers: int = READ_AHEAD_WORKERS) -> Iterator[V]:
+    """in_order(prepare(item)) for each item, in order, computed on `workers` threads ahead of the caller.
 
-    Reading, hashing, decoding and the parser's stateless part of the next chunks overlap the stateful part and
-    the store's write of this one. Items are taken from `items` strictly in order (the content hash depends on
-    it): each task holds a ticket and reads when its turn comes. Exceptions surface here, in order.
+    Each item goes through three stages on one thread: it is taken from `items` strictly in order (the content
+    hash depends on it), prepared in parallel with the other threads' items, then passed to in_order strictly in
+    order and one at a time (the parser's stateful part). The caller, meanwhile, writes the previous results to
+    the store. Exceptions surface here, in order; after one, later items skip their stages.
     """
-    done = object()
-    turn = threading.Condition()
-    reading = [0]  # the ticket whose turn it is to read
+    done: Any = object()
+    reads, feeds = _Turns(), _Turns()
+    stop = threading.Event()
 
-    def next_prepared(ticket: int) -> Any:
-        with turn:
-            turn.wait_for(lambda: reading[0] == ticket)
+    def run(ticket: int) -> Any:
+        try:
+            with reads.turn(ticket):
+                item = done if stop.is_set() else next(items, done)
+            prepared, error = (done if item is done else prepare(item)), None
+        except Exception as exc:  # re-raised in its feed turn, so the turns after it still come
+            prepared, error = done, exc
+        with feeds.turn(ticket):
+            if error is not None:
+                stop.set()
+                raise error
+            if prepared is done or stop.is_set():
+                return done
             try:
-                item = next(items, done)
-            finally:
-                reading[0] += 1
-                turn.notify_all()
-        return done if item is done else prepare(item)  # type: ignore[arg-type]
+                return in_order(prepared)
+            except Exception:
+                stop.set()
+                raise
 
     tickets = itertools.count()
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-read") as reader:
-        pending = deque(reader.submit(next_prepared, next(tickets)) for _ in range(workers))
-        while (value := pending.popleft().result()) is not done:
-            pending.append(reader.submit(next_prepared, next(tickets)))
-            yield value
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingest-read") as pool:
+        pending = deque(pool.submit(run, next(tickets)) for _ in range(workers))
+        try:
+            while (value := pending.popleft().result()) is not done:
+                pending.append(pool.submit(run, next(tickets)))
+                yield value
+        finally:
+            stop.set()  # the caller stopped early or failed: what is still pending skips its work
+
+
+class _Turns:
+    """Lets numbered tickets (0, 1, 2, ...) through a stage one at a time, in order."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def turn(self, ticket: int) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: self._next == ticket)
+            try:
+                yield
+            finally:
+                self._next += 1
+                self._changed.notify_all()
 
 
 def _for_summary(frame: pl.DataFrame) -> pl.DataFrame:

@@ -1,10 +1,11 @@
-"""The pipeline reads a file on several threads, yet takes its chunks strictly in order: results, line numbers
-and the content hash are those of one sequential pass."""
+"""The pipeline reads a file on several threads, yet takes its chunks and feeds the parser strictly in order:
+results, line numbers and the content hash are those of one sequential pass."""
 
 from __future__ import annotations
 
 import hashlib
 import random
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,13 +37,26 @@ def test_results_come_in_order_whatever_each_item_takes(n: int, workers: int, se
             taken.append(i)
             yield i
 
-    out = list(pipeline._read_ahead(items(), lambda v: _jittered(v, seed), workers=workers))
-    assert out == [i * 10 for i in range(n)]
+    fed: list[int] = []
+    feeding = threading.Lock()
+
+    def in_order(value: int) -> int:  # the parser's stateful part: in order, never two at once
+        assert feeding.acquire(blocking=False), "two items fed at once"
+        try:
+            _jittered(value, seed + 2)
+            fed.append(value)
+            return value + 1
+        finally:
+            feeding.release()
+
+    out = list(pipeline._read_ahead(items(), lambda v: _jittered(v, seed), in_order, workers=workers))
+    assert out == [i * 10 + 1 for i in range(n)]
     assert taken == list(range(n))
+    assert fed == [i * 10 for i in range(n)]
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
-@pytest.mark.parametrize("fails_in", ["reading", "preparing"])
+@pytest.mark.parametrize("fails_in", ["reading", "preparing", "feeding"])
 def test_an_error_surfaces_after_the_items_before_it(workers: int, fails_in: str) -> None:
     def items() -> Iterator[int]:
         for i in range(10):
@@ -55,11 +69,20 @@ def test_an_error_surfaces_after_the_items_before_it(workers: int, fails_in: str
             raise ValueError("bad item 6")
         return _jittered(value, 1)
 
+    fed: list[int] = []
+
+    def in_order(value: int) -> int:
+        if fails_in == "feeding" and value == 60:
+            raise ValueError("bad item 6")
+        fed.append(value)
+        return value
+
     seen: list[int] = []
     with pytest.raises(ValueError, match="bad item 6"):
-        for value in pipeline._read_ahead(items(), prepare, workers=workers):
+        for value in pipeline._read_ahead(items(), prepare, in_order, workers=workers):
             seen.append(value)
     assert seen == [i * 10 for i in range(6)]
+    assert fed == seen  # nothing after the failure was fed
 
 
 def test_a_file_read_in_many_small_chunks_stores_the_same_run_and_hash(
