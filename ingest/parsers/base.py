@@ -34,13 +34,14 @@ class LogParser(ABC):
         """Parse one chunk; lines[i] is line number first_lineno + i. Returns the chunk's steps."""
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> Any:
-        """The part of feed() that reads no parser state, so the pipeline can run it on its reader thread one
-        chunk ahead (Polars releases the GIL). feed(lines, n) == feed_prepared(prepare(lines, n))."""
+        """The part of feed() that reads no parser state, so the pipeline can run it for several chunks at once on
+        its reader threads (Polars releases the GIL); feed_prepared then runs in order, one chunk at a time.
+        feed(lines, n) == feed_prepared(prepare(lines, n))."""
         return lines, first_lineno
 
     def prepare_chunk(self, chunk: TextChunk) -> Any:
-        """prepare() for a chunk as the pipeline reads it: a parser that reads lines as a Polars Series takes
-        chunk.series() here and skips building a Python string per line."""
+        """prepare() for a chunk as the pipeline reads it, for a parser that uses what the chunk knows at no cost
+        (Megatron: chunk.text.isascii())."""
         return self.prepare(chunk.lines(), chunk.first_lineno)
 
     def feed_prepared(self, prepared: Any) -> pl.DataFrame:

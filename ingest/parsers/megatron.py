@@ -209,6 +209,7 @@ class MegatronParser(LogParser):
     # -- chunks ---------------------------------------------------------------------------------------------
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        # MegatronParser's own prepare: DeepSpeedParser, which feeds Megatron chunks through here, keeps the base one
         return self._feed_segments(MegatronParser.prepare(self, lines, first_lineno))
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> list[_Segment]:
