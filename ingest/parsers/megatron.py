@@ -605,6 +605,7 @@ _ANCHORS: dict[str, str] = {
     "skipped": "number of skipped iterations:", "nan_iters": "number of nan iterations:",
     "mem_max": "max mem usage/usage_ratio:", "mem": "mem usage/free/total/usage_ratio:",
 }
+_SPELLINGS = {spelling: spelling for field in _LABELED.values() for spelling in field.also_spelled}
 _COUNTS = ("skipped", "nan_iters")  # almost always 0: a literal test stands in for the regex when no line says otherwise
 
 
@@ -618,18 +619,26 @@ def _extract(lines: pl.Series, ascii: bool) -> dict[str, pl.Series]:
     frame = lines.to_frame("line")
     line = pl.col("line")
     first = lines[0] if lines.len() else ""
-    unseen = {name: anchor for name, anchor in _ANCHORS.items() if anchor not in first}
-    spellings = {spelling for field in _LABELED.values() for spelling in field.also_spelled}
-    probe = {name: True for name in (*_ANCHORS, *spellings)} | frame.select(
-        *(line.str.contains(anchor, literal=True).any().alias(name) for name, anchor in unseen.items()),
-        *(line.str.contains(_ANCHORS[name] + r"\s*[1-9]").any().alias(f"{name} > 0") for name in _COUNTS),
-        *(line.str.contains(spelling, literal=True).any().alias(spelling) for spelling in spellings),
-    ).row(0, named=True)
+    unseen = {name: anchor for name, anchor in _ANCHORS.items() if anchor not in first} | _SPELLINGS
+    counts = {f"{name} > 0": _escape(_ANCHORS[name]) + r"\s*[1-9]" for name in _COUNTS}
+    probe = {name: True for name in _ANCHORS} | _any_of(frame, {k: _escape(a) for k, a in unseen.items()}) \
+        | _any_of(frame, counts)
     cols = _read(frame, ["_step", *(name for name in _FIELDS if name != "consumed_samples")], probe, ascii)
     gbs_missing = bool(cols["gbs"].filter(cols["_step"].is_not_null()).null_count())
     cols |= _read(frame, ["consumed_samples"], probe | {"consumed_samples": probe["consumed_samples"] and gbs_missing},
                   ascii)
     return cols
+
+
+def _any_of(frame: pl.DataFrame, patterns: dict[str, str]) -> dict[str, bool]:
+    """For each pattern, whether any line matches it. Usually none does, and one pass of the alternation says
+    so for all (a regex of literals is one SIMD scan: 5x less than a pass per pattern)."""
+    if not patterns:
+        return {}
+    line = pl.col("line")
+    if not frame.select(line.str.contains("|".join(patterns.values())).any()).item():
+        return dict.fromkeys(patterns, False)
+    return frame.select(line.str.contains(rx).any().alias(key) for key, rx in patterns.items()).row(0, named=True)
 
 
 def _read(frame: pl.DataFrame, names: list[str], probe: dict[str, bool], ascii: bool) -> dict[str, pl.Series]:

@@ -5,6 +5,8 @@ The regexes (megatron._STEP and megatron._FIELDS) are the definition; the by-pos
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
@@ -94,3 +96,12 @@ def test_any_mix_reads_by_position_as_by_regex(fixture: str, extra: list[str], a
 def test_a_label_pattern_is_the_regex_it_replaced() -> None:
     assert M._STEP == r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
     assert M._FIELDS["tflops"] == r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + M.NUM + r")(?:/" + M.NUM + r")?\s*\|"
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.sampled_from(TRICKY), max_size=4))
+def test_one_pass_anchor_probe_answers_as_a_pass_per_anchor(lines: list[str]) -> None:
+    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String})
+    patterns = {name: M._escape(anchor) for name, anchor in M._ANCHORS.items()} | M._SPELLINGS
+    assert M._any_of(frame, patterns) == {key: any(re.search(rx, line) for line in lines)
+                                          for key, rx in patterns.items()}
