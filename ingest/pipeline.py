@@ -163,7 +163,8 @@ class _Run:
     parsed: ParseSummary | None = None
 
     def batches(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
-        for frame in _read_ahead(iter_text_chunks(stream), self.parser.prepare_chunk, self._feed):
+        chunks = iter_text_chunks(stream, chunk_bytes=self.parser.chunk_bytes)
+        for frame in _read_ahead(chunks, self.parser.prepare_chunk, self._feed):
             if frame.height:
                 yield frame
             if self.on_progress is not None:

@@ -23,6 +23,7 @@ MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted, not kept, so memory
 
 class LogParser(ABC):
     format: ClassVar[LogFormat]
+    chunk_bytes: ClassVar[int | None] = None  # None: ingest.text.CHUNK_BYTES
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name

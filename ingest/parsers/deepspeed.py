@@ -68,6 +68,7 @@ class DeepSpeedParser(MegatronParser):
         self._running_avg: float | None = None
 
     # Whether a chunk is Megatron's or DeepSpeed's own is decided here, with state: no read-ahead split.
+    chunk_bytes = LogParser.chunk_bytes
     prepare = LogParser.prepare
     prepare_chunk = LogParser.prepare_chunk
     feed_prepared = LogParser.feed_prepared

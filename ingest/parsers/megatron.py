@@ -193,6 +193,9 @@ class _State:
 
 class MegatronParser(LogParser):
     format = LogFormat.MEGATRON
+    # 8 -> 16 MB chunks: 1.15x on the 1 GB log (half the per-chunk query plans, spool files and thread
+    # handoffs) for about 50 MB more peak RSS. Parsers that read line by line gain nothing from it.
+    chunk_bytes = 16 * 1024 * 1024
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:

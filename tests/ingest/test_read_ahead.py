@@ -16,7 +16,8 @@ from hypothesis import strategies as hs
 from polars.testing import assert_frame_equal
 from sqlalchemy import Engine
 
-from ingest import pipeline, text
+from ingest import pipeline
+from ingest.parsers.megatron import MegatronParser
 from perfledger import store
 from tests.conftest import LOGS
 
@@ -90,7 +91,7 @@ def test_a_file_read_in_many_small_chunks_stores_the_same_run_and_hash(
     log = LOGS / "cscs_gh200_llama3_1b_fineweb_10n4g_rankprefix.out"
     raw = log.read_bytes()
     whole = pipeline.preview(raw, log.name)
-    monkeypatch.setattr(text, "CHUNK_BYTES", 4096)  # about 300 chunks through the reader threads
+    monkeypatch.setattr(MegatronParser, "chunk_bytes", 4096)  # about 300 chunks through the reader threads
     outcome = pipeline.ingest_path(writable_engine, Path(log))
     assert outcome.created and outcome.steps == whole.steps > 100
     assert store.find_run(writable_engine, hashlib.sha256(raw).hexdigest()) == outcome.run_id
