@@ -178,6 +178,7 @@ class _Run:
                 yield frame
 
     def _feed(self, prepared: Any) -> pl.DataFrame:
+        """On a reader thread, one chunk at a time and in file order (_read_ahead's feed turn)."""
         frame = self.parser.feed_prepared(prepared)
         if frame.height:
             self.summary_steps.add(frame)
