@@ -17,7 +17,8 @@ import polars as pl
 from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
-from perfledger.calc.steady import SteadyRule, SteadyState, steady_state
+from perfledger.calc import orderstats
+from perfledger.calc.steady import SteadyRule, SteadyState, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 
@@ -120,20 +121,14 @@ def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelSh
     return None
 
 
-def _median(steps: pl.DataFrame, column: str) -> float | None:
-    if column not in steps.columns:
-        return None
-    values = steps[column].drop_nulls().drop_nans() if steps[column].dtype.is_float() else steps[column].drop_nulls()
-    return float(values.median()) if values.len() else None  # type: ignore[arg-type]
-
-
 def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame,
               known: CatalogRows = CatalogRows(), rule: SteadyRule = SteadyRule()) -> RunSummary:
-    """steps may be lazy (the pipeline's spool): each part then reads only its own columns, one part at a time."""
+    """steps: a frame in any order, or a LazyFrame in step order (the pipeline's spool), which is read in
+    streaming passes, so that memory does not grow with the number of steps."""
     warnings = list(parsed.warnings)
     why: dict[str, str] = {}
-    steady = _steady(steps.lazy().select("step", "step_time_s", "tokens").collect(), rule, why)
-    window = _window(steps.lazy(), steady)
+    steady = _steady(steps, rule, why)
+    window = _window_medians(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
     shape = _shape(config, model_row)
@@ -158,33 +153,37 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     )
 
 
-def _steady(steps: pl.DataFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
-    if steps.height == 0:
+def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
+    if orderstats.count(steps.lazy()) == 0:
         why["steady_state"] = "the file has no training steps (a result file, or a summary only)"
         return None
     try:
-        return steady_state(steps, rule)
+        if isinstance(steps, pl.LazyFrame):
+            return steady_state_of_ordered(steps, rule)
+        return steady_state(steps.select("step", "step_time_s", "tokens"), rule)
     except InvalidInput as exc:
         why["steady_state"] = str(exc)
         return None
 
 
-def _window(steps: pl.LazyFrame, steady: SteadyState | None) -> pl.DataFrame:
-    """The log's own per-step figures (columns reported_*) over the steady window."""
-    reported = steps.select(pl.col("step"), pl.col("^reported_.*$"))
+def _window_medians(steps: pl.LazyFrame, steady: SteadyState | None) -> dict[str, float | None]:
+    """The median of each of the log's own per-step figures (columns reported_*) over the steady window,
+    nulls and NaNs left out; None where the column is absent or holds none there."""
+    columns = [c for c in steps.collect_schema().names() if c.startswith("reported_")]
     if steady is None or steady.first_step is None:
-        return reported.clear().collect()
-    return reported.filter(pl.col("step").is_between(steady.first_step, steady.last_step)).collect()
+        return dict.fromkeys(columns)
+    window = pl.col("step").is_between(steady.first_step, steady.last_step)
+    return {c: orderstats.quantile(steps, pl.col(c), 0.5, window) for c in columns}
 
 
-def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: pl.DataFrame,
+def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: dict[str, float | None],
                              why: dict[str, str], warnings: list[str]) -> float | None:
     if steady is not None and steady.tokens_per_s is not None:
         if config.n_devices:
             return steady.tokens_per_s / config.n_devices
         why["tokens_per_s_per_device"] = "the device count is unknown (pass --devices)"
         return None
-    reported = _median(window, "reported_tokens_per_s_per_device")
+    reported = window.get("reported_tokens_per_s_per_device")
     if reported is not None:
         warnings.append("tokens/s per device is the median of the log's own per-step figure "
                         "(the log gives no tokens per step to recompute it)")
@@ -228,12 +227,13 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
     return m.mfu(tflops, peak.tflops), peak.describe()
 
 
-def _reported(window: pl.DataFrame, tps: float | None, tflops: float | None, mfu: float | None) -> dict[str, Any]:
+def _reported(window: dict[str, float | None], tps: float | None, tflops: float | None,
+              mfu: float | None) -> dict[str, Any]:
     """The log's own figures (median over the window) beside ours, with the relative difference."""
     out: dict[str, Any] = {}
     for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
                          ("reported_mfu", mfu)):
-        theirs = _median(window, column)
+        theirs = window.get(column)
         if theirs is None:
             continue
         out[column] = theirs
