@@ -154,7 +154,7 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
         raise InvalidInput("the run has no steps, so it has no steady state")
     ordered = steps.select("step", "step_time_s", "tokens")
     if not ordered["step"].is_sorted():
-        ordered = ordered.sort("step")
+        ordered = ordered.sort("step", maintain_order=True)  # repeated steps keep their order in the log
     p = _phases(ordered, rule)
     steady = p.steady
     window_steps = ordered["step"].filter(p.window)

@@ -9,6 +9,8 @@ from hypothesis import strategies as hs
 from polars.testing import assert_frame_equal
 
 from ingest import pipeline
+from perfledger.calc.steady import steady_state, steady_state_of_ordered
+from tests.calc.test_steady_in_passes import assert_same
 
 
 def _frames(sizes: list[int]) -> list[pl.DataFrame]:
@@ -40,15 +42,35 @@ def _with_summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
                               reported_tokens_per_s_per_device=pl.lit(None, pl.Float64))
 
 
-def test_steps_in_order_are_read_lazily_and_steps_out_of_order_in_memory() -> None:
+def test_steps_out_of_order_are_read_back_sorted_by_step_with_repeats_in_log_order() -> None:
     spool = pipeline._SummarySpool()
     try:
         for frame in _frames([3, 4]):
             spool.add(_with_summary_columns(frame))
-        assert isinstance(spool.read(), pl.LazyFrame)
-        spool.add(_with_summary_columns(pl.DataFrame({"step": [2], "tokens": [1.0]})))  # below the last step
-        unordered = spool.read()
-        assert isinstance(unordered, pl.DataFrame)
-        assert unordered["step"].to_list() == [0, 1, 2, 3, 4, 5, 6, 2]
+        late = pl.DataFrame({"step": [2, 0, 2], "tokens": [7.0, 8.0, 9.0]})  # below the last step, and repeated
+        spool.add(_with_summary_columns(late))
+        assert not spool.in_step_order
+        steps = spool.read().collect()
+        assert steps["step"].to_list() == [0, 0, 1, 2, 2, 2, 3, 4, 5, 6]
+        assert steps.filter(pl.col("step") == 2)["tokens"].to_list() == [1.0, 7.0, 9.0]
+        assert steps.filter(pl.col("step") == 0)["tokens"].to_list() == [1.0, 8.0]
     finally:
         spool.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.lists(hs.tuples(hs.integers(0, 40), hs.floats(0.5, 0.6)), min_size=1, max_size=15),
+                min_size=1, max_size=6))
+def test_the_summary_of_steps_in_any_order_is_the_in_memory_steady_state(batches: list[list[tuple[int, float]]]) -> None:
+    frames = [pl.DataFrame(rows, schema={"step": pl.Int64, "step_time_s": pl.Float64}, orient="row")
+              .with_columns(tokens=pl.lit(4096.0)) for rows in batches]
+    spool = pipeline._SummarySpool()
+    try:
+        for frame in frames:
+            spool.add(frame.with_columns(reported_tflops_per_device=pl.lit(None, pl.Float64),
+                                         reported_mfu=pl.lit(None, pl.Float64),
+                                         reported_tokens_per_s_per_device=pl.lit(None, pl.Float64)))
+        passes = steady_state_of_ordered(spool.read())
+    finally:
+        spool.close()
+    assert_same(passes, steady_state(pl.concat(frames)))
