@@ -42,9 +42,13 @@ def quantiles(frame: pl.LazyFrame, value: pl.Expr, qs: Sequence[float],
     ranks = sorted({k for index in indexes for k in (int(index), math.ceil(index))})
     found: dict[int, float] = {}
     _select(values, pl.lit(True), ranks, 0, found, stats)
-    return [found[int(index)] if int(index) == math.ceil(index)
-            else (index - int(index)) * (found[math.ceil(index)] - found[int(index)]) + found[int(index)]
-            for index in indexes]
+    return [_interpolated(index, found[int(index)], found[math.ceil(index)]) for index in indexes]
+
+
+def _interpolated(index: float, below: float, above: float) -> float:
+    if below == above:  # as Polars: an infinity between equal infinities is that infinity, not NaN
+        return below
+    return (index - int(index)) * (above - below) + below
 
 
 def candidates(frame: pl.LazyFrame, value: pl.Expr, where: pl.Expr | None = None) -> pl.LazyFrame:

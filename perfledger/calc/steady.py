@@ -121,10 +121,8 @@ def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
 
 def _inside(steps: pl.DataFrame, rule: SteadyRule) -> pl.Series:
     """True past the warm-up, or inside the window chosen by hand (a bit per row, no row index built)."""
-    if rule.first_step is not None or rule.last_step is not None:
-        lo = rule.first_step if rule.first_step is not None else -(2**62)
-        hi = rule.last_step if rule.last_step is not None else 2**62
-        return steps.select((pl.col("step") >= lo) & (pl.col("step") <= hi))[:, 0]
+    if (by_hand := _window_by_hand(rule)) is not None:
+        return steps.select(by_hand)[:, 0]
     warmup = warmup_count(steps.height, rule)
     return pl.concat([pl.repeat(False, warmup, eager=True), pl.repeat(True, steps.height - warmup, eager=True)])
 
@@ -230,11 +228,16 @@ def _cv_of(rows: pl.LazyFrame, times: pl.Expr, n: int, mean: float | None) -> fl
 
 def _inside_expr(n_steps: int, rule: SteadyRule) -> pl.Expr:
     """_inside() as an expression over rows numbered "_row" in step order."""
-    if rule.first_step is not None or rule.last_step is not None:
-        lo = rule.first_step if rule.first_step is not None else -(2**62)
-        hi = rule.last_step if rule.last_step is not None else 2**62
-        return (pl.col("step") >= lo) & (pl.col("step") <= hi)
-    return pl.col("_row") >= warmup_count(n_steps, rule)
+    by_hand = _window_by_hand(rule)
+    return by_hand if by_hand is not None else pl.col("_row") >= warmup_count(n_steps, rule)
+
+
+def _window_by_hand(rule: SteadyRule) -> pl.Expr | None:
+    if rule.first_step is None and rule.last_step is None:
+        return None
+    lo = rule.first_step if rule.first_step is not None else -(2**62)
+    hi = rule.last_step if rule.last_step is not None else 2**62
+    return (pl.col("step") >= lo) & (pl.col("step") <= hi)
 
 
 def _stall_threshold_of(rows: pl.LazyFrame, t: pl.Expr, candidates: pl.Expr, rule: SteadyRule) -> float | None:

@@ -6,7 +6,7 @@ import math
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 
 from perfledger.calc import orderstats
@@ -37,6 +37,7 @@ def passes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # constants only
 @given(hs.lists(VALUES, max_size=40), hs.sampled_from([0.0, 0.5, 0.99, 1.0, 0.3]))
+@example([math.inf, math.inf], 0.5)
 def test_quantile_by_passes_is_polars_quantile(passes: None, values: list[float | None], q: float) -> None:
     frame = pl.LazyFrame({"t": values}, schema={"t": pl.Float64})
     assert same(orderstats.quantile(frame, pl.col("t"), q), in_memory(values, q))
