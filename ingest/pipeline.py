@@ -22,9 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
-import duckdb
 import polars as pl
-from sqlalchemy import Engine
 
 from ingest.detect import WIDE_HEAD_BYTES, detect_head
 from ingest.parsers.base import LogParser
@@ -152,38 +150,15 @@ class _SummarySpool:
         """The spooled steps in step order (repeated steps in the log's order), for summarize() to read in passes."""
         if not self._files:
             return pl.LazyFrame(schema={c: pl.Float64 for c in _STEADY_COLUMNS} | {"step": pl.Int64})
-        if not self.in_step_order:
+        if not self.in_step_order:  # sorted out of core: in memory, the 1 GB MLPerf bench log peaked at 536 MB
             assert self._folder is not None
-            return pl.scan_parquet(_sorted_by_step(self._files, Path(self._folder.name)))
+            out = Path(self._folder.name) / "sorted.parquet"
+            return pl.scan_parquet(store.sort_parquet(self._files, "step", out))
         return pl.concat([pl.scan_parquet(path) for path in self._files], how="diagonal_relaxed")
 
     def close(self) -> None:
         if self._folder is not None:
             self._folder.cleanup()
-
-
-SORT_MEMORY = "64MB"
-
-
-def _sorted_by_step(files: list[Path], folder: Path) -> Path:
-    """The spooled files' rows sorted by step, ties in file order, as one Parquet file: an external sort (an
-    in-memory DuckDB that spills past SORT_MEMORY), so a log whose steps come out of order costs no more memory
-    than one in order. Sorted in memory, the 1 GB MLPerf benchmark log (a step-0 row in each copy) peaked at
-    536 MB."""
-    out = folder / "sorted.parquet"
-    names = ", ".join(_sql_text(path) for path in files)
-    with duckdb.connect() as con:
-        # Two threads: the memory limit is shared by DuckDB's threads, and many of them under 64 MB fail.
-        con.execute(f"SET threads = 2; SET memory_limit = '{SORT_MEMORY}'; "
-                    f"SET temp_directory = {_sql_text(folder / 'sort-spill')}")
-        con.execute(f"COPY (SELECT * EXCLUDE (filename, file_row_number) FROM read_parquet([{names}], "
-                    "union_by_name = true, filename = true, file_row_number = true) "
-                    f"ORDER BY step, filename, file_row_number) TO {_sql_text(out)} (FORMAT parquet)")
-    return out
-
-
-def _sql_text(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 @dataclass
@@ -333,7 +308,7 @@ def _guarded(run: _Run, stream: BinaryIO) -> Iterator[pl.DataFrame]:
 
 
 def preview(raw: bytes, file_name: str, overrides: RunConfig = RunConfig(), *,
-            engine: Engine | None = None, limit: int | None = None) -> IngestOutcome:
+            engine: store.Engine | None = None, limit: int | None = None) -> IngestOutcome:
     """Parse and summarise without storing; run_id names an existing run with the same bytes, if any."""
     run, stream = _start(io.BytesIO(raw), file_name, limit, None)
     try:
@@ -345,7 +320,7 @@ def preview(raw: bytes, file_name: str, overrides: RunConfig = RunConfig(), *,
     return _outcome(run, summary, existing, created=False, steps=n_steps)
 
 
-def ingest_stream(engine: Engine, raw: BinaryIO, file_name: str, overrides: RunConfig = RunConfig(), *,
+def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides: RunConfig = RunConfig(), *,
                   limit: int | None = None, on_progress: Callable[[int], None] | None = None,
                   now: datetime | None = None) -> IngestOutcome:
     """Parse `raw` and store it as one run in one transaction (idempotent by content hash)."""
@@ -367,7 +342,7 @@ def ingest_stream(engine: Engine, raw: BinaryIO, file_name: str, overrides: RunC
     return _outcome(run, summary, saved.run_id, saved.created, run.summary_steps.rows)
 
 
-def ingest_path(engine: Engine, path: Path, overrides: RunConfig = RunConfig(), *, limit: int | None = None,
+def ingest_path(engine: store.Engine, path: Path, overrides: RunConfig = RunConfig(), *, limit: int | None = None,
                 on_progress: Callable[[int], None] | None = None) -> IngestOutcome:
     try:
         handle = path.open("rb")
@@ -377,7 +352,7 @@ def ingest_path(engine: Engine, path: Path, overrides: RunConfig = RunConfig(), 
         return ingest_stream(engine, handle, str(path), overrides, limit=limit, on_progress=on_progress)
 
 
-def ingest_bytes(engine: Engine, raw: bytes, file_name: str, overrides: RunConfig = RunConfig(), *,
+def ingest_bytes(engine: store.Engine, raw: bytes, file_name: str, overrides: RunConfig = RunConfig(), *,
                  limit: int | None = None) -> IngestOutcome:
     return ingest_stream(engine, io.BytesIO(raw), file_name, overrides, limit=limit)
 
@@ -385,13 +360,13 @@ def ingest_bytes(engine: Engine, raw: bytes, file_name: str, overrides: RunConfi
 commit = ingest_bytes  # the page's name for it
 
 
-def _summary(run: _Run, overrides: RunConfig, engine: Engine | None) -> RunSummary:
+def _summary(run: _Run, overrides: RunConfig, engine: store.Engine | None) -> RunSummary:
     assert run.parsed is not None, "finish() runs after the last batch"
     config = resolve_config(run.parsed.config.merged(overrides))
     return summarize(run.parsed, config, run.summary_steps.read(), _catalog_rows(engine, config))
 
 
-def _catalog_rows(engine: Engine | None, config: RunConfig) -> CatalogRows:
+def _catalog_rows(engine: store.Engine | None, config: RunConfig) -> CatalogRows:
     """The stored catalog rows of the run's model and accelerator; none without a store, or an unreadable one
     (the summary then says which figures need them)."""
     if engine is None:

@@ -375,8 +375,8 @@ class _BulkWriter:
     until it commits, so frames are spooled to Parquet files and inserted once the last frame is in, by one
     INSERT ... SELECT from the files, which DuckDB writes to its file row group by row group (under a memory
     limit). Inserting while the parser still runs overlapped the two peaks: the 1 GB Megatron log peaked
-    about 30 MB higher, for a gain within these machines' noise (5% at most). Reading the spool with DuckDB's own Parquet
-    reader also keeps pyarrow (about 100 MB resident) out of an ingest process.
+    about 30 MB higher, for a gain within these machines' noise (5% at most). Reading the spool with DuckDB's
+    own Parquet reader also keeps pyarrow (about 100 MB resident) out of an ingest process.
     """
 
     def __init__(self, conn: Connection, table: sa.Table) -> None:
@@ -414,7 +414,7 @@ class _BulkWriter:
         """One INSERT of the spooled files, in the caller's transaction."""
         if not self._spooled:
             return
-        files = ", ".join("'" + str(path).replace("'", "''") + "'" for path in self._spooled)
+        files = ", ".join(_sql_text(path) for path in self._spooled)
         cols = self._quoted(self._columns_seen)
         self.conn.exec_driver_sql(f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet([{files}])")
         self._spooled = []
@@ -432,6 +432,31 @@ class _BulkWriter:
 
     def _quoted(self, columns: Sequence[str]) -> str:
         return ", ".join(self.conn.dialect.identifier_preparer.quote(c) for c in columns)
+
+
+SORT_MEMORY = "64MB"
+
+
+def sort_parquet(files: Sequence[Path], column: str, out: Path) -> Path:
+    """The rows of Parquet files (columns matched by name) sorted by `column`, ties in file order, written to
+    `out`: an external sort in an in-memory DuckDB that spills to disk past SORT_MEMORY, so sorting costs no
+    more memory for a billion rows than for a thousand."""
+    import duckdb  # here, not at the top: a store on PostgreSQL never loads DuckDB (about 50 MB resident)
+
+    names = ", ".join(_sql_text(path) for path in files)
+    key = '"' + column.replace('"', '""') + '"'
+    with duckdb.connect() as con:
+        # Two threads: DuckDB's threads share the memory limit, and many of them under 64 MB fail.
+        con.execute(f"SET threads = 2; SET memory_limit = '{SORT_MEMORY}'; "
+                    f"SET temp_directory = {_sql_text(out.parent / (out.name + '.spill'))}")
+        con.execute(f"COPY (SELECT * EXCLUDE (filename, file_row_number) FROM read_parquet([{names}], "
+                    "union_by_name = true, filename = true, file_row_number = true) "
+                    f"ORDER BY {key}, filename, file_row_number) TO {_sql_text(out)} (FORMAT parquet)")
+    return out
+
+
+def _sql_text(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def delete_run(engine: Engine, run_id: int) -> bool:

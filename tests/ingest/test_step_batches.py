@@ -61,7 +61,8 @@ def test_steps_out_of_order_are_read_back_sorted_by_step_with_repeats_in_log_ord
 @settings(max_examples=40, deadline=None)
 @given(hs.lists(hs.lists(hs.tuples(hs.integers(0, 40), hs.floats(0.5, 0.6)), min_size=1, max_size=15),
                 min_size=1, max_size=6))
-def test_the_summary_of_steps_in_any_order_is_the_in_memory_steady_state(batches: list[list[tuple[int, float]]]) -> None:
+def test_the_summary_of_steps_in_any_order_is_the_in_memory_steady_state(
+        batches: list[list[tuple[int, float]]]) -> None:
     frames = [pl.DataFrame(rows, schema={"step": pl.Int64, "step_time_s": pl.Float64}, orient="row")
               .with_columns(tokens=pl.lit(4096.0)) for rows in batches]
     spool = pipeline._SummarySpool()
