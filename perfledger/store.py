@@ -438,9 +438,9 @@ SORT_MEMORY = "64MB"
 
 
 def sort_parquet(files: Sequence[Path], column: str, out: Path) -> Path:
-    """The rows of Parquet files (columns matched by name) sorted by `column`, ties in file order, written to
-    `out`: an external sort in an in-memory DuckDB that spills to disk past SORT_MEMORY, so sorting costs no
-    more memory for a billion rows than for a thousand."""
+    """The rows of Parquet files (columns matched by name) sorted by `column`, written to `out`; ties keep the
+    order of the files' names, then of their rows. An external sort in an in-memory DuckDB that spills to disk
+    past SORT_MEMORY, so its memory does not grow with the rows."""
     import duckdb  # here, not at the top: a store on PostgreSQL never loads DuckDB (about 50 MB resident)
 
     names = ", ".join(_sql_text(path) for path in files)

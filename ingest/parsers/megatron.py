@@ -193,7 +193,7 @@ class _State:
 
 class MegatronParser(LogParser):
     format = LogFormat.MEGATRON
-    # Peak RSS on the 1 GB log, 3 runs each: 16 MB chunks 393-410 MB, 8 MB 288-302, 6 MB 270-286, 4 MB 269-278.
+    # Peak RSS on the 1 GB log, 2-3 runs each: 16 MB chunks 393-410 MB, 8 MB 288-302, 6 MB 270-286, 4 MB 269-278.
     # 16 MB were 1.15x faster than 8 (half the per-chunk query plans and thread handoffs); 6 MB keeps a margin
     # under issue 8's 300 MB for a few percent, within these machines' noise.
     chunk_bytes = 6 * 1024 * 1024
