@@ -1,5 +1,5 @@
-"""Steps reach the store and the summary in batches of whole frames, in order, and the summary knows whether
-they came in step order (it reads them in streaming passes only then)."""
+"""Steps reach the store and the summary in batches of whole frames, in order, and the summary reads them back in
+step order (sorted on disk when they came out of order) for its streaming passes."""
 
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ def test_batches_hold_every_row_once_in_order_and_only_the_last_is_short(sizes: 
 
 
 def _with_summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(step_time_s=pl.lit(1.0), reported_tflops_per_device=pl.lit(None, pl.Float64),
-                              reported_mfu=pl.lit(None, pl.Float64),
-                              reported_tokens_per_s_per_device=pl.lit(None, pl.Float64))
+    """The columns the spool writes; a step time of 1 s where the frame has none."""
+    timed = frame if "step_time_s" in frame.columns else frame.with_columns(step_time_s=pl.lit(1.0))
+    return timed.with_columns(pl.lit(None, pl.Float64).alias(c) for c in
+                              ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device"))
 
 
 def test_steps_out_of_order_are_read_back_sorted_by_step_with_repeats_in_log_order() -> None:
@@ -68,9 +69,7 @@ def test_the_summary_of_steps_in_any_order_is_the_in_memory_steady_state(
     spool = pipeline._SummarySpool()
     try:
         for frame in frames:
-            spool.add(frame.with_columns(reported_tflops_per_device=pl.lit(None, pl.Float64),
-                                         reported_mfu=pl.lit(None, pl.Float64),
-                                         reported_tokens_per_s_per_device=pl.lit(None, pl.Float64)))
+            spool.add(_with_summary_columns(frame))
         passes = steady_state_of_ordered(spool.read())
     finally:
         spool.close()
