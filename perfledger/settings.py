@@ -17,6 +17,7 @@ from perfledger.errors import InvalidSetting
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
 DEFAULT_DB_URL = f"duckdb:///{DEFAULT_DATA_DIR / 'perfledger.duckdb'}"
+DEFAULT_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfledger"
 
 
 class Setting(NamedTuple):
@@ -36,6 +37,8 @@ SETTINGS = (
     Setting("max_upload_mb", 200, "largest log accepted, measured after gunzip"),
     Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
     Setting("lock_wait_s", 10, "how long a writer retries DuckDB's file lock before saying the store is busy"),
+    Setting("native", True, "0 reads every log with the pure-Polars parsers, never building the compiled scanner"),
+    Setting("cache_dir", str(DEFAULT_CACHE_DIR), "folder where the compiled scanner is built on first use"),
 )
 
 
@@ -47,6 +50,8 @@ class Settings:
     max_upload_mb: int
     data_dir: Path
     lock_wait_s: int
+    native: bool
+    cache_dir: Path
 
     def may_write_with(self, token: str) -> bool:
         """Whether `token` unlocks writing from the dashboard: always without a configured token, else a
@@ -66,6 +71,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         max_upload_mb=int(values["max_upload_mb"]),  # type: ignore[arg-type]
         data_dir=Path(str(values["data_dir"])),
         lock_wait_s=int(values["lock_wait_s"]),  # type: ignore[arg-type]
+        native=bool(values["native"]),
+        cache_dir=Path(str(values["cache_dir"])),
     )
 
 

@@ -43,8 +43,9 @@ from ingest.parsers._common import (
     to_bool,
     to_int,
 )
+from ingest import native
 from ingest.parsers.base import MAX_PROBLEMS_KEPT, LogParser
-from ingest.text import TextChunk
+from ingest.text import MAX_LINE_BYTES, TextChunk
 from perfledger.errors import ParseError
 from perfledger.records import LineProblem, ParseSummary, empty_steps
 from perfledger.vocabulary import LogFormat
@@ -103,7 +104,9 @@ _FIELDS: dict[str, str] = {name: field.pattern for name, field in _LABELED.items
     "mem_max": rf"max mem usage/usage_ratio:\s*({NUM})GB",
     "mem": rf"mem usage/free/total/usage_ratio:\s*({NUM})GB",
 }
-_LAUNCH = r"-- arguments --|using world size:"
+_LAUNCH_LITERALS = ("-- arguments --", "using world size:")
+_LAUNCH = "|".join(map(_escape, _LAUNCH_LITERALS))
+_ITERATION = "iteration "  # a line holding it is read for a step; any other line may configure the run
 _CONFIG_HINT = (
     r"\w \.{2,} ?\S|using world size|^\s*[a-z_0-9]+: \S|--num-layers|--seq-length|--nproc[_-]per[_-]node"
     r"|padded vocab|GPU \d+: .+\(UUID|memory \(MB\)|dist_world_size=|DeepSpeed info: version|Primus|MindSpeed"
@@ -220,6 +223,8 @@ class MegatronParser(LogParser):
         return _segments(pl.Series("line", lines, dtype=pl.String), first_lineno, all(map(str.isascii, lines)))
 
     def prepare_chunk(self, chunk: TextChunk) -> list[_Segment]:
+        if (scanned := _scanned_segments(chunk.text, chunk.first_lineno)) is not None:
+            return scanned
         first_lineno, ascii = chunk.first_lineno, chunk.text.isascii()
         lines = pl.Series("line", chunk.lines(), dtype=pl.String)
         del chunk  # its text (chunk_bytes) is not needed past here; the pipeline holds no other reference
@@ -586,20 +591,103 @@ def _segments(text: pl.Series, first_lineno: int, ascii: bool) -> list[_Segment]
 
 
 def _segment(seg: pl.Series, lineno0: int, starts_launch: bool, ascii: bool) -> _Segment:
-    is_iter = seg.str.contains("iteration ", literal=True)
+    is_iter = seg.str.contains(_ITERATION, literal=True)
     rest = seg.filter(~is_iter)
-    config_lines = rest.filter(rest.str.contains(_CONFIG_HINT) & rest.str.contains(_CONFIG_USED)).to_list()
+    config_lines = rest.filter(_may_configure(rest)).to_list()
     if not is_iter.any():
         return _Segment(starts_launch, config_lines, None)
-    pos = is_iter.arg_true()
-    cols = _extract(seg.filter(is_iter), ascii)
+    return _segment_of(starts_launch, config_lines, is_iter.arg_true().cast(pl.Int64) + lineno0,
+                       _extract(seg.filter(is_iter), ascii))
+
+
+def _may_configure(lines: pl.Series) -> pl.Series:
+    return lines.str.contains(_CONFIG_HINT) & lines.str.contains(_CONFIG_USED)
+
+
+def _segment_of(starts_launch: bool, config_lines: list[str], pos: pl.Series, cols: dict[str, pl.Series]) -> _Segment:
+    """The segment of these iteration lines (line numbers pos, fields cols): those without a step number dropped."""
     step = cols.pop("_step")
     found = step.is_not_null()
     if not found.all():
         pos, step, cols = pos.filter(found), step.filter(found), {k: v.filter(found) for k, v in cols.items()}
     if step.is_empty():
         return _Segment(starts_launch, config_lines, None)
-    return _Segment(starts_launch, config_lines, _StepLines(step, pos + lineno0, cols))
+    return _Segment(starts_launch, config_lines, _StepLines(step, pos, cols))
+
+
+def _scanned_segments(text: str, first_lineno: int) -> list[_Segment] | None:
+    """_segments of the chunk's lines, read by the compiled scanner (ingest/native/labeled_scan.c); None where it
+    is not available or declines the chunk (not ASCII, a line past MAX_LINE_BYTES, a field only a regex reads).
+
+    The scanner reads each _LABELED field by position as _read_labeled does and leaves every line it is not sure
+    of to _by_regex, so the segments are _segments' own; _extract's shortcuts (counts stated as zero, consumed
+    samples only without a batch size) are applied here on the same columns. 2.4x faster on a Megatron log.
+    """
+    scanner = native.labeled_scan()
+    if scanner is None or (found := scanner.scan(text, *_SCAN_SPEC, MAX_LINE_BYTES)) is None:
+        return None
+    import numpy as np  # only here: 12 MB that a process reading no large Megatron log does not pay
+
+    n_lines, launch, other_at, others, iter_at, starts, ends, values, status, nonzero = found
+    if not n_lines:
+        return []
+    starts_launch = np.frombuffer(launch, np.int64).tolist()
+    other_at, iter_at = np.frombuffer(other_at, np.int64), np.frombuffer(iter_at, np.int64)
+    configuring = _may_configure(pl.Series("line", others, dtype=pl.String)).to_numpy()
+    config_at, config_lines = other_at[configuring], [line for line, keep in zip(others, configuring) if keep]
+    scanned = _Scanned(text, np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64),
+                       {name: (np.frombuffer(values[j], np.int64 if name == "_step" else np.float64),
+                               np.frombuffer(status[j], np.uint8), np.frombuffer(nonzero[j], np.uint8))
+                        for j, name in enumerate(_SCANNED)})
+    bounds = sorted({0, *starts_launch, n_lines})
+    segments = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        c0, c1 = np.searchsorted(config_at, [a, b])
+        r0, r1 = (int(r) for r in np.searchsorted(iter_at, [a, b]))
+        config = config_lines[c0:c1]
+        if r0 == r1:
+            segments.append(_Segment(a in starts_launch, config, None))
+            continue
+        pos = pl.Series("lineno", iter_at[r0:r1] + first_lineno, dtype=pl.Int64)
+        segments.append(_segment_of(a in starts_launch, config, pos, scanned.columns(r0, r1)))
+    return segments
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """The scanner's reading of a chunk's iteration lines: where each line is in text, and per field its
+    values, status (0 label absent, 1 read, 2 left to the regex) and whether the line states the count non-zero."""
+
+    text: str
+    starts: Any
+    ends: Any
+    fields: dict[str, tuple[Any, Any, Any]]
+
+    def columns(self, r0: int, r1: int) -> dict[str, pl.Series]:
+        """_extract's columns for iteration lines r0..r1 (one segment)."""
+        cols = {name: self._column(name, r0, r1) for name in ("_step", "gbs")}
+        gbs_missing = bool(cols["gbs"].filter(cols["_step"].is_not_null()).null_count())
+        for name in _FIELDS:
+            if name not in _LABELED:  # the scanner declined every chunk where such a field's anchor is
+                cols[name] = pl.Series(name, [None] * (r1 - r0), dtype=pl.Float64)
+            elif name == "consumed_samples" and not gbs_missing:
+                cols[name] = pl.Series(name, [None] * (r1 - r0), dtype=pl.Float64)
+            elif name not in cols:
+                cols[name] = self._column(name, r0, r1)
+        return {name: cols[name] for name in _EXTRACTED}
+
+    def _column(self, name: str, r0: int, r1: int) -> pl.Series:
+        import numpy as np
+
+        values, status, nonzero = (a[r0:r1] for a in self.fields[name])
+        if name in _COUNTS and not nonzero.any():  # _read's zero path: 0 where the label is, as a literal test
+            return pl.Series(name, np.ma.masked_array(np.zeros(r1 - r0), status == 0), dtype=pl.Float64)
+        column = pl.Series(name, np.ma.masked_array(values, status != 1), dtype=_dtype(name))
+        if (ask := np.flatnonzero(status == 2)).size:
+            lines = pl.Series("line", [self.text[self.starts[r0 + i]:self.ends[r0 + i]] for i in ask.tolist()],
+                              dtype=pl.String)
+            column = column.scatter(ask, lines.to_frame().select(_by_regex(name)).to_series())
+        return column
 
 
 # A literal every match of the _FIELDS pattern of the same name contains: a field whose anchor no line of a chunk
@@ -614,6 +702,20 @@ _ANCHORS: dict[str, str] = {
 }
 _SPELLINGS = {spelling: spelling for field in _LABELED.values() for spelling in field.also_spelled}
 _COUNTS = ("skipped", "nan_iters")  # almost always 0: a literal test stands in for the regex when no line says otherwise
+
+_EXTRACTED = ("_step", *(name for name in _FIELDS if name != "consumed_samples"), "consumed_samples")  # _extract's
+_SCANNED = ("_step", *(name for name in _LABELED if name != "_step"))
+_SCAN_KIND = {"_step": 0, _INT: 1, NUM: 2}  # labeled_scan.c: int64 step, digits as a double, a NUM as a double
+_SCAN_HEAD = {r"\s*": 0, r"\s+": 1}
+_SCAN_TAIL = {"": 0, _RATIO: 1, _LABELED["_step"].tail: 2}
+_SCAN_SPEC = (
+    tuple((_LABELED[name].label.encode(), _SCAN_KIND["_step" if name == "_step" else _LABELED[name].value],
+           _SCAN_HEAD[_LABELED[name].head], _SCAN_TAIL[_LABELED[name].tail], name in _COUNTS,
+           tuple(spelling.encode() for spelling in _LABELED[name].also_spelled)) for name in _SCANNED),
+    tuple(_ANCHORS[name].encode() for name in _FIELDS if name not in _LABELED),  # the scanner declines these
+    tuple(literal.encode() for literal in _LAUNCH_LITERALS),
+    _ITERATION.encode(),
+)
 
 
 def _extract(lines: pl.Series, ascii: bool) -> dict[str, pl.Series]:
