@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ingest import native
+
 CHUNK_BYTES = 8 * 1024 * 1024  # a parser may ask for other sizes (LogParser.chunk_bytes)
 MAX_LINE_BYTES = 1024 * 1024
 HEAD_BYTES = 64 * 1024
@@ -49,12 +51,12 @@ class TextChunk:
 
     first_lineno: int
     text: str
+    n_lines: int = -1  # -1: counted from text on construction
 
-    @property
-    def n_lines(self) -> int:
-        if not self.text:
-            return 0
-        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+    def __post_init__(self) -> None:
+        if self.n_lines < 0:
+            counted = self.text.count("\n") + (0 if self.text.endswith("\n") else 1) if self.text else 0
+            object.__setattr__(self, "n_lines", counted)
 
     def lines(self) -> list[str]:
         lines = self.text.split("\n")
@@ -70,8 +72,10 @@ class TextChunk:
 def iter_text_chunks(stream: BinaryIO, *, chunk_bytes: int | None = None) -> Iterator[TextChunk]:
     """Consecutive chunks of whole lines of the stream (about CHUNK_BYTES each), each decoded and cleaned."""
     lineno = 1
+    fast = native.clean_ascii()
     for block in _line_blocks(stream, chunk_bytes or CHUNK_BYTES):
-        out = [TextChunk(lineno, clean_text(decode(block)))]
+        plain = fast.text(block) if fast is not None else None
+        out = [TextChunk(lineno, *plain) if plain is not None else TextChunk(lineno, clean_text(decode(block)))]
         del block
         lineno += out[0].n_lines
         yield out.pop()  # the text lives as long as the parser needs it, not until the next read

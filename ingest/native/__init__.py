@@ -33,6 +33,11 @@ def labeled_scan() -> ModuleType | None:
     return _module("labeled_scan")
 
 
+def clean_ascii() -> ModuleType | None:
+    """The plain-ASCII block reader (clean_ascii.c), or None where it cannot be had (see why_not)."""
+    return _module("clean_ascii")
+
+
 def why_not(name: str = "labeled_scan") -> str | None:
     """Why a compiled helper is not in use, in plain words; None when it is (or was not asked for yet)."""
     return _unavailable.get(name)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ingest.text import clean_text, iter_text_chunks
+from ingest import native
+from ingest.text import TextChunk, clean_text, iter_text_chunks
 
 PIECES = [b"a", b"\n", b"\r\n", b"\r", b"\x00", b"\x1b[31m", b"\xff", "é✓".encode(), b"iteration 5/ 9 |", b""]
 
@@ -28,3 +30,40 @@ def test_chunks_hold_every_line_once_with_its_line_number(pieces: list[bytes], c
     if whole[-1] == "":
         whole.pop()
     assert lines == [line.removesuffix("\r") for line in whole]
+
+
+needs_clean_ascii = pytest.mark.skipif(native.clean_ascii() is None,
+                                       reason=f"no compiled helper here: {native.why_not('clean_ascii')}")
+
+
+@needs_clean_ascii
+@settings(max_examples=300, deadline=None)
+@given(hs.lists(hs.sampled_from([*PIECES, b"x" * 7, b"\n" * 9, b"\x7f", b"\x80", b"\x1a", b"\x1c", b"\x01"]),
+                max_size=40))
+def test_a_plain_ascii_block_is_read_as_decoding_and_cleaning_would(pieces: list[bytes]) -> None:
+    raw = b"".join(pieces)
+    read = native.clean_ascii().text(memoryview(raw))  # type: ignore[union-attr]
+    expected = clean_text(raw.decode("utf-8", errors="replace"))
+    if read is None:
+        assert not raw.isascii() or b"\x00" in raw or b"\x1b" in raw
+        return
+    text, n_lines = read
+    assert text == expected and text.isascii()
+    assert n_lines == TextChunk(1, text).n_lines
+
+
+def test_chunks_are_the_same_without_the_compiled_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = b"".join(PIECES * 3) + b"plain\nascii\n" * 50
+    with_helper = list(iter_text_chunks(io.BytesIO(raw), chunk_bytes=64))
+    monkeypatch.setenv("PERFLEDGER_NATIVE", "0")
+    native._module.cache_clear()
+    try:
+        assert list(iter_text_chunks(io.BytesIO(raw), chunk_bytes=64)) == with_helper
+    finally:
+        native._module.cache_clear()
+
+
+@needs_clean_ascii
+@pytest.mark.parametrize("raw", [b"\n" * 10_007, b"a\n" * 5_003 + b"tail", b"\n" * 2_040 + b"x\n" * 9])
+def test_long_runs_of_newlines_are_all_counted(raw: bytes) -> None:
+    assert native.clean_ascii().text(raw) == (raw.decode(), TextChunk(1, raw.decode()).n_lines)  # type: ignore[union-attr]
