@@ -285,7 +285,7 @@ def save_run(
     try:
         with _connection(engine, write=True) as conn:
             run_id = _insert_run(conn, header)
-            with _BulkWriter(conn, schema.step) as steps:
+            with _BulkWriter(conn, schema.step, increasing="step") as steps:
                 n_steps = sum(steps.add(_step_rows(run_id, batch)) for batch in step_batches)
             final = finish()
             existing = conn.scalar(
@@ -377,14 +377,22 @@ class _BulkWriter:
     limit). Inserting while the parser still runs overlapped the two peaks: the 1 GB Megatron log peaked
     about 30 MB higher, for a gain within these machines' noise (5% at most). Reading the spool with DuckDB's
     own Parquet reader also keeps pyarrow (about 100 MB resident) out of an ingest process.
+
+    `increasing` names a column that, when the frames hold it in strictly increasing order, orders every read
+    of the rows (a run's steps are read ORDER BY step): the order they are stored in then cannot show, so
+    DuckDB may insert them in parallel (preserve_insertion_order off: 2.5 M steps 2.7 s -> 1.1 s). Steps
+    that repeat or go back (MLPerf logs) are inserted in the log's order, which orders ties.
     """
 
-    def __init__(self, conn: Connection, table: sa.Table) -> None:
+    def __init__(self, conn: Connection, table: sa.Table, *, increasing: str | None = None) -> None:
         self.conn = conn
         self.table = table
         self._spool: tempfile.TemporaryDirectory[str] | None = None
         self._spooled: list[Path] = []
         self._columns_seen: list[str] = []
+        self._increasing = increasing
+        self._last: Any = None
+        self._order_shows = increasing is None
 
     def __enter__(self) -> _BulkWriter:
         if self.conn.dialect.name == "duckdb":
@@ -397,6 +405,9 @@ class _BulkWriter:
         if frame.height == 0:
             return 0
         self._columns_seen = self._columns_seen or frame.columns
+        if self._increasing is not None and not self._order_shows:
+            self._order_shows = not _strictly_increasing(frame[self._increasing], after=self._last)
+            self._last = frame[self._increasing][-1]
         if self._spool is not None:
             path = Path(self._spool.name) / f"{len(self._spooled):08d}.parquet"
             frame.write_parquet(path, compression="lz4", statistics=False)
@@ -416,7 +427,10 @@ class _BulkWriter:
             return
         files = ", ".join(_sql_text(path) for path in self._spooled)
         cols = self._quoted(self._columns_seen)
+        if not self._order_shows:
+            self.conn.exec_driver_sql("SET preserve_insertion_order = false")
         self.conn.exec_driver_sql(f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet([{files}])")
+        self.conn.exec_driver_sql("RESET preserve_insertion_order")
         self._spooled = []
 
     def __exit__(self, exc_type: object, *_: object) -> None:
@@ -432,6 +446,14 @@ class _BulkWriter:
 
     def _quoted(self, columns: Sequence[str]) -> str:
         return ", ".join(self.conn.dialect.identifier_preparer.quote(c) for c in columns)
+
+
+def _strictly_increasing(values: pl.Series, *, after: Any) -> bool:
+    """Whether values rise strictly, from above `after` (None: no bound); a null breaks the order."""
+    if values.null_count():
+        return False
+    rising = values.len() < 2 or bool((values.diff(null_behavior="drop") > 0).all())
+    return rising and (after is None or values[0] > after)
 
 
 SORT_MEMORY = "64MB"

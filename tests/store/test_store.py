@@ -12,6 +12,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from sqlalchemy import Engine
 
 from ingest.pipeline import ingest_bytes, ingest_path
@@ -157,3 +159,18 @@ def test_catalog_rows_reads_two_rows_without_loading_pyarrow_in_a_lean_process(s
     out = subprocess.run([sys.executable, "-c", probe, str(seeded_store.url.render_as_string(hide_password=False))],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.integers(-3, 9), min_size=1, max_size=12), hs.lists(hs.integers(-3, 9), max_size=12))
+def test_steps_count_as_rising_only_when_each_is_above_every_one_before(first: list[int], then: list[int]) -> None:
+    """Only then may DuckDB insert a run's steps in parallel (their stored order cannot show through ORDER BY)."""
+    both = first + then
+    rising = all(a < b for a, b in zip(both, both[1:], strict=False))
+    ours = store._strictly_increasing(pl.Series(first), after=None) and (
+        not then or store._strictly_increasing(pl.Series(then), after=first[-1]))
+    assert ours == rising
+
+
+def test_a_null_step_counts_as_not_rising() -> None:
+    assert not store._strictly_increasing(pl.Series([1, None, 3]), after=None)
