@@ -17,10 +17,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define MAX_PATTERNS 64
 #define MAX_FIELDS 24
 #define WINDOW 64
+#define MAX_PAIRS 8
 
 enum kind { STEP_INT64 = 0, DIGITS_DOUBLE = 1, NUM_DOUBLE = 2 };
 enum tail { TAIL_NONE = 0, TAIL_RATIO = 1, TAIL_OF_TOTAL = 2 };
@@ -30,7 +34,9 @@ typedef struct {
     const char *text;
     Py_ssize_t len;
     int role;
-    int field; /* the field a label or spoiler belongs to; -1 otherwise */
+    int field;     /* the field a label or spoiler belongs to; -1 otherwise */
+    uint32_t tail; /* a pattern found from its colon: its last four bytes */
+    int count;     /* the label of a count: every occurrence is looked at, not only the first */
 } pattern_t;
 
 typedef struct {
@@ -43,8 +49,13 @@ typedef struct {
     int n_pat;
     field_t fld[MAX_FIELDS];
     int n_fld;
-    short by_first[256][MAX_PATTERNS]; /* pattern ids by their first byte, -1 ended */
-    uint8_t starts_pair[65536 / 8];     /* bit (a | b << 8): some pattern starts with bytes a, b */
+    /* A pattern that ends in ':' (every label) is found from the colons of a line: ids by the byte before the
+     * colon. Any other is found from where its first two bytes are: ids by first byte, and those pairs. */
+    short by_before_colon[256][MAX_PATTERNS];
+    short by_first[256][MAX_PATTERNS]; /* -1 ends each list */
+    uint8_t starts_pair[65536 / 8];     /* bit (a | b << 8): a pattern not found from a colon starts with a, b */
+    unsigned char pair_first[MAX_PAIRS], pair_second[MAX_PAIRS];
+    int n_pairs;
     Py_ssize_t max_line;
 } spec_t;
 
@@ -182,42 +193,91 @@ static int read_field(const spec_t *s, const field_t *f, const char *at, const c
     return 1;
 }
 
-/* "label\s*[1-9]" anywhere in the line (from the label's first occurrence on): a count stated as non-zero. */
-static int states_nonzero(const pattern_t *label, const char *first, const char *le) {
-    const char *p = first;
-    while (p && p < le) {
-        const char *q = p + label->len;
-        while (q < le && is_ws((unsigned char)*q))
-            q++;
-        if (q < le && *q >= '1' && *q <= '9')
-            return 1;
+/* What one pass over a line finds: where each pattern first occurs (NULL: nowhere), and for a count's label
+ * whether some occurrence of it is followed by \s*[1-9] (the line states the count as non-zero). */
+typedef struct {
+    const char *first[MAX_PATTERNS];
+    unsigned char nonzero[MAX_PATTERNS];
+} found_t;
+
+static int digit_1_to_9_after(const char *p, const char *le) {
+    while (p < le && is_ws((unsigned char)*p))
         p++;
-        p = memmem(p, (size_t)(le - p), label->text, (size_t)label->len);
-    }
-    return 0;
+    return p < le && *p >= '1' && *p <= '9';
 }
 
-/* Where each pattern first occurs in the line (NULL: nowhere), in one pass over its bytes. */
-static void first_occurrences(const spec_t *s, const char *ls, const char *le, const char **first) {
-    for (int i = 0; i < s->n_pat; i++)
-        first[i] = NULL;
-    for (const char *p = ls; p + 1 < le; p++) {
-        unsigned pair = (unsigned char)p[0] | (unsigned)(unsigned char)p[1] << 8;
-        if (!(s->starts_pair[pair >> 3] & (1u << (pair & 7))))
-            continue; /* most bytes of a line start no pattern: one bit test, not a list of candidates */
-        const short *ids = s->by_first[(unsigned char)*p];
-        for (int k = 0; ids[k] >= 0; k++) {
-            const pattern_t *pt = &s->pat[ids[k]];
-            if (!first[ids[k]] && le - p >= pt->len && memcmp(p, pt->text, (size_t)pt->len) == 0)
-                first[ids[k]] = p;
+static inline void occurs(const spec_t *s, int id, const char *at, const char *le, found_t *f) {
+    if (!f->first[id])
+        f->first[id] = at;
+    if (s->pat[id].count && !f->nonzero[id])
+        f->nonzero[id] = (unsigned char)digit_1_to_9_after(at + s->pat[id].len, le);
+}
+
+static inline uint32_t load4(const char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline int from_colon(const pattern_t *pt) { return pt->len >= 4 && pt->text[pt->len - 1] == ':'; }
+
+/* The patterns that occur at p in [ls, le): those ending at a colon there, those starting there. Checked in the
+ * line's order, so the first hit of each pattern is its first occurrence. */
+static inline void candidates_at(const spec_t *s, const char *ls, const char *le, const char *p, found_t *f) {
+    if (*p == ':' && p > ls) {
+        for (const short *ids = s->by_before_colon[(unsigned char)p[-1]]; *ids >= 0; ids++) {
+            const pattern_t *pt = &s->pat[*ids];
+            const char *at = p + 1 - pt->len;
+            if ((!f->first[*ids] || pt->count) && at >= ls && load4(p - 3) == pt->tail &&
+                memcmp(at, pt->text, (size_t)pt->len - 4) == 0)
+                occurs(s, *ids, at, le, f);
         }
     }
+    for (const short *ids = s->by_first[(unsigned char)*p]; *ids >= 0; ids++) {
+        const pattern_t *pt = &s->pat[*ids];
+        if ((!f->first[*ids] || pt->count) && le - p >= pt->len && memcmp(p, pt->text, (size_t)pt->len) == 0)
+            occurs(s, *ids, p, le, f);
+    }
 }
 
-static void iteration_line(const spec_t *s, out_t *o, const char **first, const char *le, Py_ssize_t row) {
+static inline int is_candidate(const spec_t *s, const char *p, const char *le) {
+    if (*p == ':')
+        return 1;
+    if (p + 1 >= le)
+        return 0;
+    unsigned pair = (unsigned char)p[0] | (unsigned)(unsigned char)p[1] << 8;
+    return (s->starts_pair[pair >> 3] >> (pair & 7)) & 1;
+}
+
+/* Where each pattern first occurs in the line (NULL: nowhere). Most bytes of a line are neither a colon nor the
+ * start of a non-colon pattern: with SSE2 sixteen of them are ruled out at a time. */
+static void first_occurrences(const spec_t *s, const char *ls, const char *le, found_t *f) {
+    memset(f->first, 0, sizeof(f->first[0]) * (size_t)s->n_pat);
+    memset(f->nonzero, 0, (size_t)s->n_pat);
+    const char *p = ls;
+#ifdef __SSE2__
+    const __m128i colon = _mm_set1_epi8(':');
+    for (; le - p >= 17; p += 16) {
+        __m128i b0 = _mm_loadu_si128((const __m128i *)p), b1 = _mm_loadu_si128((const __m128i *)(p + 1));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b0, colon));
+        for (int k = 0; k < s->n_pairs; k++)
+            mask |= (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(b0, _mm_set1_epi8((char)s->pair_first[k])),
+                                                               _mm_cmpeq_epi8(b1, _mm_set1_epi8((char)s->pair_second[k]))));
+        while (mask) {
+            candidates_at(s, ls, le, p + __builtin_ctz(mask), f);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; p < le; p++)
+        if (is_candidate(s, p, le))
+            candidates_at(s, ls, le, p, f);
+}
+
+static void iteration_line(const spec_t *s, out_t *o, const found_t *found, const char *le, Py_ssize_t row) {
     int spoiled[MAX_FIELDS] = {0};
     for (int i = 0; i < s->n_pat; i++) {
-        if (!first[i])
+        if (!found->first[i])
             continue;
         if (s->pat[i].role == ROLE_BAIL)
             o->bailed = 1;
@@ -227,20 +287,20 @@ static void iteration_line(const spec_t *s, out_t *o, const char **first, const 
     for (int j = 0; j < s->n_fld; j++) {
         const field_t *f = &s->fld[j];
         Py_ssize_t cell = (Py_ssize_t)j * o->stride + row;
-        const char *at = first[f->label];
+        const char *at = found->first[f->label];
         unsigned char st = 0;
         if (spoiled[j]) /* another spelling of the label is in the line, with or without this one */
             st = 2;
         else if (at)
             st = (unsigned char)read_field(s, f, at, le, o->values + 8 * cell);
         o->status[cell] = st;
-        o->nonzero[cell] = (unsigned char)(at && f->count && states_nonzero(&s->pat[f->label], at, le));
+        o->nonzero[cell] = (unsigned char)(f->count && found->nonzero[f->label]);
     }
 }
 
-static int any_of_role(const spec_t *s, const char **first, int role) {
+static int any_of_role(const spec_t *s, const found_t *found, int role) {
     for (int i = 0; i < s->n_pat; i++)
-        if (first[i] && s->pat[i].role == role)
+        if (found->first[i] && s->pat[i].role == role)
             return 1;
     return 0;
 }
@@ -248,7 +308,7 @@ static int any_of_role(const spec_t *s, const char **first, int role) {
 /* Walks the lines as TextChunk.lines() splits them: on "\n", one trailing "\r" dropped, no empty last line. */
 static void scan_text(const spec_t *s, const char *text, Py_ssize_t len, out_t *o) {
     const char *p = text, *end = text + len;
-    const char *first[MAX_PATTERNS];
+    found_t found;
     Py_ssize_t line = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -260,14 +320,14 @@ static void scan_text(const spec_t *s, const char *text, Py_ssize_t len, out_t *
             o->bailed = 1;
             break;
         }
-        first_occurrences(s, p, le, first);
-        if (any_of_role(s, first, ROLE_LAUNCH))
+        first_occurrences(s, p, le, &found);
+        if (any_of_role(s, &found, ROLE_LAUNCH))
             o->launch[o->n_launch++] = line;
-        if (any_of_role(s, first, ROLE_ITERATION)) {
+        if (any_of_role(s, &found, ROLE_ITERATION)) {
             o->iter_idx[o->n_iter] = line;
             o->iter_start[o->n_iter] = p - text;
             o->iter_end[o->n_iter] = le - text;
-            iteration_line(s, o, first, le, o->n_iter);
+            iteration_line(s, o, &found, le, o->n_iter);
             o->n_iter++;
             if (o->bailed)
                 break;
@@ -315,6 +375,7 @@ static int read_spec(spec_t *s, PyObject *fields, PyObject *bail, PyObject *laun
             return -1;
         if ((f->label = add_pattern(s, label, ROLE_LABEL, (int)j)) < 0)
             return -1;
+        s->pat[f->label].count = f->count;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(spoilers); k++)
             if (add_pattern(s, PyTuple_GET_ITEM(spoilers, k), ROLE_SPOILER, (int)j) < 0)
                 return -1;
@@ -328,14 +389,30 @@ static int read_spec(spec_t *s, PyObject *fields, PyObject *bail, PyObject *laun
             return -1;
     if (add_pattern(s, iter_lit, ROLE_ITERATION, -1) < 0)
         return -1;
-    int fill[256] = {0};
+    int fill_first[256] = {0}, fill_colon[256] = {0};
     for (int c = 0; c < 256; c++)
-        s->by_first[c][0] = -1;
+        s->by_first[c][0] = s->by_before_colon[c][0] = -1;
     for (int i = 0; i < s->n_pat; i++) {
-        unsigned char c = (unsigned char)s->pat[i].text[0];
-        s->by_first[c][fill[c]++] = (short)i;
-        s->by_first[c][fill[c]] = -1;
-        unsigned pair = c | (unsigned)(unsigned char)s->pat[i].text[1] << 8;
+        pattern_t *pt = &s->pat[i];
+        if (from_colon(pt)) {
+            unsigned char c = (unsigned char)pt->text[pt->len - 2];
+            pt->tail = load4(pt->text + pt->len - 4);
+            s->by_before_colon[c][fill_colon[c]++] = (short)i;
+            s->by_before_colon[c][fill_colon[c]] = -1;
+            continue;
+        }
+        unsigned char c = (unsigned char)pt->text[0], c2 = (unsigned char)pt->text[1];
+        s->by_first[c][fill_first[c]++] = (short)i;
+        s->by_first[c][fill_first[c]] = -1;
+        unsigned pair = c | (unsigned)c2 << 8;
+        if (!(s->starts_pair[pair >> 3] & (1u << (pair & 7)))) {
+            if (s->n_pairs == MAX_PAIRS) {
+                PyErr_SetString(PyExc_ValueError, "at most 8 distinct first pairs of patterns not ending in ':'");
+                return -1;
+            }
+            s->pair_first[s->n_pairs] = c;
+            s->pair_second[s->n_pairs++] = c2;
+        }
         s->starts_pair[pair >> 3] |= (uint8_t)(1u << (pair & 7));
     }
     s->max_line = max_line;
