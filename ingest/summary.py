@@ -154,7 +154,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
 
 
 def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
-    if orderstats.count(steps.lazy()) == 0:
+    if orderstats.count(steps.lazy().head(1)) == 0:
         why["steady_state"] = "the file has no training steps (a result file, or a summary only)"
         return None
     try:

@@ -33,16 +33,22 @@ def quantile(frame: pl.LazyFrame, value: pl.Expr, q: float, where: pl.Expr | Non
 def quantiles(frame: pl.LazyFrame, value: pl.Expr, qs: Sequence[float],
               where: pl.Expr | None = None) -> list[float | None]:
     """quantile() for each q in qs, sharing the passes."""
+    return counted_quantiles(frame, value, qs, where)[1]
+
+
+def counted_quantiles(frame: pl.LazyFrame, value: pl.Expr, qs: Sequence[float],
+                      where: pl.Expr | None = None) -> tuple[int, list[float | None]]:
+    """How many values quantiles() reads, and its quantiles, in the same passes."""
     values = candidates(frame, value, where)
     stats = _stats(values)
     n = stats[0]
     if n == 0:
-        return [None] * len(qs)
+        return 0, [None] * len(qs)
     indexes = [(n - 1) * q for q in qs]
     ranks = sorted({k for index in indexes for k in (int(index), math.ceil(index))})
     found: dict[int, float] = {}
     _select(values, pl.lit(True), ranks, 0, found, stats)
-    return [_interpolated(index, found[int(index)], found[math.ceil(index)]) for index in indexes]
+    return n, [_interpolated(index, found[int(index)], found[math.ceil(index)]) for index in indexes]
 
 
 def _interpolated(index: float, below: float, above: float) -> float:
@@ -86,16 +92,16 @@ def _select(values: pl.LazyFrame, inside: pl.Expr, ranks: list[int], below: int,
         _hold(kept, ranks, below, out)
         return
     bucket = _bucket(x, lo, hi)
-    counts = (kept.group_by(bucket.alias("b")).agg(pl.len().alias("n")).collect(engine="streaming")
-              .sort("b"))
+    counts = (kept.group_by(bucket.alias("b")).agg(pl.len().alias("n"), x.min().alias("lo"), x.max().alias("hi"))
+              .collect(engine="streaming").sort("b"))
     if counts.height < 2:  # no narrower bucket to go on with (cannot happen with exact arithmetic)
         _hold(kept, ranks, below, out)
         return
     start = below
-    for b, size in counts.iter_rows():
+    for b, size, b_lo, b_hi in counts.iter_rows():
         wanted = [k for k in ranks if start <= k < start + size]
-        if wanted:
-            _select(values, inside & (bucket == b), wanted, start, out)
+        if wanted:  # the bucket's count, min and max came with it: no pass to find them again
+            _select(values, inside & (bucket == b), wanted, start, out, (size, b_lo, b_hi))
         start += size
 
 

@@ -181,7 +181,7 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
     and sums to rounding (their summation order differs, as it already does between two chunkings of a frame).
     """
     rows = steps.select("step", "step_time_s", "tokens").with_row_index("_row")
-    n = orderstats.count(rows)
+    n = orderstats.count(steps)
     if n == 0:
         raise InvalidInput("the run has no steps, so it has no steady state")
     t = pl.col("step_time_s").cast(pl.Float64)
@@ -242,9 +242,9 @@ def _window_by_hand(rule: SteadyRule) -> pl.Expr | None:
 
 def _stall_threshold_of(rows: pl.LazyFrame, t: pl.Expr, candidates: pl.Expr, rule: SteadyRule) -> float | None:
     """_stall_threshold() of the step times where `candidates` holds, read in passes."""
-    if orderstats.count(orderstats.candidates(rows, t, candidates)) < 3:
+    n, (median,) = orderstats.counted_quantiles(rows, t, [0.5], candidates)
+    if n < 3:
         return None
-    median = orderstats.quantile(rows, t, 0.5, candidates)
     assert median is not None
     mad = orderstats.quantile(rows, (t - median).abs(), 0.5, candidates)
     assert mad is not None
