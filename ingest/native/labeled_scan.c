@@ -6,6 +6,8 @@
  *   status 1  the label's first occurrence is followed, up to the next "|" within WINDOW bytes, by a token of
  *             the field's shape, and the value was converted exactly (see parse_decimal)
  *   status 2  anything else: a sign, nan/inf, a wide or odd token, a spoiler spelling in the line, too many digits
+ * An iteration line where the step's regex matches nowhere is left out of the iteration rows, as _segment_of
+ * leaves out a row without a step (checkpoint messages name the iteration: 6% of a Megatron log's such lines).
  * It gives up on a whole chunk (returns None) when the text is not ASCII, a line is longer than max_line, or an
  * iteration line holds a "bail" literal (a field only a regex reads): the caller then reads the chunk with Polars.
  */
@@ -57,6 +59,7 @@ typedef struct {
     unsigned char pair_first[MAX_PAIRS], pair_second[MAX_PAIRS];
     int n_pairs;
     Py_ssize_t max_line;
+    int step_field; /* the field read as an int64 step "n / total" (-1: none) */
 } spec_t;
 
 typedef struct {
@@ -274,6 +277,52 @@ static void first_occurrences(const spec_t *s, const char *ls, const char *le, f
             candidates_at(s, ls, le, p, f);
 }
 
+/* Whether the step field's regex (label \s+ \d+ \s* / \s* \d+ \s* "|") matches at some occurrence of its label
+ * in [ls, le). The classes it walks through (spaces, digits, "/", "|") are disjoint, so one greedy walk from
+ * each occurrence decides, with no window: "no" is then as sure as the regex's own answer. */
+static int step_anywhere(const spec_t *s, const field_t *f, const char *ls, const char *le) {
+    const pattern_t *label = &s->pat[f->label];
+    for (const char *at = ls; le - at >= label->len; at++) {
+        if (!(at = memmem(at, (size_t)(le - at), label->text, (size_t)label->len)))
+            return 0;
+        const char *p = at + label->len, *q = p;
+        while (q < le && is_ws((unsigned char)*q))
+            q++;
+        if (f->head_plus && q == p)
+            continue;
+        for (p = q; q < le && is_digit((unsigned char)*q); q++)
+            ;
+        if (q == p)
+            continue;
+        while (q < le && is_ws((unsigned char)*q))
+            q++;
+        if (q == le || *q != '/')
+            continue;
+        for (q++; q < le && is_ws((unsigned char)*q); q++)
+            ;
+        for (p = q; q < le && is_digit((unsigned char)*q); q++)
+            ;
+        if (q == p)
+            continue;
+        while (q < le && is_ws((unsigned char)*q))
+            q++;
+        if (q < le && *q == '|')
+            return 1;
+    }
+    return 0;
+}
+
+/* "iteration" without a step (a checkpoint message): a row the regex leaves without a step, which _segment_of
+ * drops. Kept when it states a count as non-zero: that decides how the segment's other lines read the count. */
+static int stepless(const spec_t *s, const out_t *o, Py_ssize_t row, const char *ls, const char *le) {
+    if (s->step_field < 0 || o->status[(Py_ssize_t)s->step_field * o->stride + row] != 2)
+        return 0;
+    for (int j = 0; j < s->n_fld; j++)
+        if (o->nonzero[(Py_ssize_t)j * o->stride + row])
+            return 0;
+    return !step_anywhere(s, &s->fld[s->step_field], ls, le);
+}
+
 static void iteration_line(const spec_t *s, out_t *o, const found_t *found, const char *le, Py_ssize_t row) {
     int spoiled[MAX_FIELDS] = {0};
     for (int i = 0; i < s->n_pat; i++) {
@@ -328,9 +377,10 @@ static void scan_text(const spec_t *s, const char *text, Py_ssize_t len, out_t *
             o->iter_start[o->n_iter] = p - text;
             o->iter_end[o->n_iter] = le - text;
             iteration_line(s, o, &found, le, o->n_iter);
-            o->n_iter++;
             if (o->bailed)
                 break;
+            if (!stepless(s, o, o->n_iter, p, le))
+                o->n_iter++; /* else the next iteration line takes the row's place */
         } else {
             o->other_idx[o->n_other] = line;
             o->other_start[o->n_other] = p - text;
@@ -359,6 +409,7 @@ static int add_pattern(spec_t *s, PyObject *bytes, int role, int field) {
 static int read_spec(spec_t *s, PyObject *fields, PyObject *bail, PyObject *launch, PyObject *iter_lit,
                      Py_ssize_t max_line) {
     memset(s, 0, sizeof *s);
+    s->step_field = -1;
     if (!PyTuple_Check(fields) || !PyTuple_Check(bail) || !PyTuple_Check(launch) || !PyBytes_Check(iter_lit)) {
         PyErr_SetString(PyExc_TypeError, "fields, bail and launch are tuples; the iteration literal is bytes");
         return -1;
@@ -379,6 +430,8 @@ static int read_spec(spec_t *s, PyObject *fields, PyObject *bail, PyObject *laun
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(spoilers); k++)
             if (add_pattern(s, PyTuple_GET_ITEM(spoilers, k), ROLE_SPOILER, (int)j) < 0)
                 return -1;
+        if (f->kind == STEP_INT64 && f->tail == TAIL_OF_TOTAL)
+            s->step_field = (int)j;
         s->n_fld++;
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(bail); k++)

@@ -127,11 +127,16 @@ def note(problems: list[LineProblem], limit: int, problem: LineProblem) -> None:
         problems.append(problem)
 
 
+def null_column(name: str, height: int, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:
+    """height nulls of dtype (from a list of Nones: 80x slower, 0.5 ms for 30k rows)."""
+    return pl.Series(name, [None], dtype=dtype).new_from_index(0, height)
+
+
 def step_frame_from_columns(columns: Mapping[str, pl.Series | None], height: int) -> pl.DataFrame:
     """Columns by STEP_SCHEMA name (missing or None -> all null) -> a frame with exactly STEP_SCHEMA."""
     data = {}
     for name, dtype in STEP_SCHEMA.items():
         col = columns.get(name)
-        data[name] = (pl.Series(name, [None] * height, dtype=dtype) if col is None
+        data[name] = (null_column(name, height, dtype) if col is None
                       else col.alias(name).cast(dtype, strict=False))
     return pl.DataFrame(data)

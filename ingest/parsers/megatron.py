@@ -35,6 +35,7 @@ from ingest.parsers._common import (
     grad_accum,
     is_unset,
     note,
+    null_column,
     precision_from_flags,
     precision_from_name,
     run_config,
@@ -669,9 +670,9 @@ class _Scanned:
         gbs_missing = bool(cols["gbs"].filter(cols["_step"].is_not_null()).null_count())
         for name in _FIELDS:
             if name not in _LABELED:  # the scanner declined every chunk where such a field's anchor is
-                cols[name] = pl.Series(name, [None] * (r1 - r0), dtype=pl.Float64)
+                cols[name] = null_column(name, r1 - r0, pl.Float64)
             elif name == "consumed_samples" and not gbs_missing:
-                cols[name] = pl.Series(name, [None] * (r1 - r0), dtype=pl.Float64)
+                cols[name] = null_column(name, r1 - r0, pl.Float64)
             elif name not in cols:
                 cols[name] = self._column(name, r0, r1)
         return {name: cols[name] for name in _EXTRACTED}

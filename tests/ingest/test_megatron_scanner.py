@@ -101,6 +101,10 @@ made_up_line = hs.lists(hs.one_of(field, field, piece), max_size=12).map("".join
 @example([(" iteration 3/ 5 |", " lm loss: 1.5 | lm-loss: 2.5 |"), (" iteration 4/ 5 |", " lm loss: 1.5 |")])
 @example([("", "iteration12/ 500 | elapsed time per iteration (ms): 5.0 |")])  # no space after the label
 @example([(" iteration 3/ 5 |", " elapsed time per iteration (ms): 0.0000000000000000000001 |")])
+@example([("", "saving checkpoint at iteration     150 to /ckpt"), ("", "before iteration 3) | iteration 4 / 5 |")])
+@example([("", "iteration 3 /5 x | iteration\t4/ 5|"), ("", "iteration 3/ 5"), ("", "iteration  / 5 |")])
+@example([(" iteration 7/ 500 |", "number of skipped iterations:"),  # a count stated in a line without a step
+          ("", "elapsed time per iteration (ms):number of skipped iterations:1 | ")])
 def test_made_up_iteration_lines_scan_as_polars_reads_them(lines: list[tuple[str, str]]) -> None:
     assert_scans_as_polars("\n".join(step + rest for step, rest in lines))
 
