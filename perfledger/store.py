@@ -365,7 +365,12 @@ def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
     return frame.select(pl.lit(run_id, dtype=pl.Int64).alias("run_id"), *STEP_COLUMNS)
 
 
-DUCKDB_INSERT_MEMORY = "64MB"  # an insert of spooled steps needs 21-24 MB with 2 or 16 threads (20 MB fails): 2.7x
+# DuckDB's memory for one INSERT of spooled steps, and the threads that share it. Inserting in parallel, each
+# thread fills a row group of its own: 2.5 M steps passed under 40 MB with 3 threads and failed with 4, and under
+# 64 MB failed with 16, which a team server's default (one thread per core) would have used. Two threads pass
+# under 24 MB; 40 MB (was 64) lowered the 1 GB Megatron log's peak RSS by about 25 MB at the same speed.
+DUCKDB_INSERT_MEMORY = "40MB"
+DUCKDB_INSERT_THREADS = 2
 
 
 class _BulkWriter:
@@ -393,12 +398,15 @@ class _BulkWriter:
         self._increasing = increasing
         self._last: Any = None
         self._order_shows = increasing is None
+        self._threads: Any = None
 
     def __enter__(self) -> _BulkWriter:
         if self.conn.dialect.name == "duckdb":
             self._spool = tempfile.TemporaryDirectory(prefix="perfledger-")
             # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
             self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
+            self._threads = self.conn.exec_driver_sql("SELECT current_setting('threads')").scalar()
+            self.conn.exec_driver_sql(f"SET threads = {DUCKDB_INSERT_THREADS}")
         return self
 
     def add(self, frame: pl.DataFrame) -> int:
@@ -440,6 +448,7 @@ class _BulkWriter:
             if exc_type is None:  # else the transaction is rolled back and its connection closed (NullPool)
                 self._insert_spooled()
                 self.conn.exec_driver_sql("RESET memory_limit")
+                self.conn.exec_driver_sql(f"SET threads = {int(self._threads)}")
 
     def _name(self) -> str:
         return self.conn.dialect.identifier_preparer.quote(self.table.name)

@@ -174,3 +174,25 @@ def test_steps_count_as_rising_only_when_each_is_above_every_one_before(first: l
 
 def test_a_null_step_counts_as_not_rising() -> None:
     assert not store._strictly_increasing(pl.Series([1, None, 3]), after=None)
+
+
+def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each DuckDB thread of a parallel insert fills a row group of its own: left at a many-core machine's thread
+    count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 400k steps under 24 MB, 16 threads."""
+    monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", "24MB")
+    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'threads.duckdb'}")
+    store.create_schema(engine)
+    header = store.RunHeader(format="megatron", file_name="many.log", ingested_at=datetime(2026, 1, 1, tzinfo=UTC))
+    with store._connection(engine, write=True) as conn:
+        conn.exec_driver_sql("SET threads = 16")
+        run_id = store._insert_run(conn, header)
+        with store._BulkWriter(conn, store.schema.step, increasing="step") as steps:
+            for first in range(0, 400_000, 25_000):
+                frame = pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)})
+                frame = frame.with_columns(step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin())
+                steps.add(store._step_rows(run_id, frame.with_columns(
+                    pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS if c not in frame.columns)))
+        assert conn.exec_driver_sql("SELECT count(*) FROM step").scalar() == 400_000
+        assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == 16  # put back
+    engine.dispose()
