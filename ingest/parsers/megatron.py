@@ -197,10 +197,10 @@ class _State:
 
 class MegatronParser(LogParser):
     format = LogFormat.MEGATRON
-    # Peak RSS on the 1 GB log, 2-3 runs each: 16 MB chunks 393-410 MB, 8 MB 288-302, 6 MB 270-286, 4 MB 269-278.
-    # 16 MB were 1.15x faster than 8 (half the per-chunk query plans and thread handoffs); 6 MB keeps a margin
-    # under issue 8's 300 MB for a few percent, within these machines' noise.
-    chunk_bytes = 6 * 1024 * 1024
+    # The 1 GB log, 5 runs each (median s, peak RSS MB), with the store's 40 MB insert: 6 MB chunks (5.7, 287
+    # with a 64 MB insert), 8 MB (5.9, 243-280), 10 MB (5.2, 238-275), 12 MB (5.1, 245-301). Bigger chunks mean
+    # fewer per-chunk query plans and thread handoffs; 12 MB left no margin under issue 8's 300 MB.
+    chunk_bytes = 10 * 1024 * 1024
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
