@@ -16,6 +16,8 @@ WORKDIR /app
 COPY requirements.txt ./
 RUN python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt
 COPY . .
+# Byte-compiled once here: with PYTHONDONTWRITEBYTECODE, every `python -m ingest` would compile the sources again.
+RUN .venv/bin/python -m compileall -q app.py pages ingest perfledger
 
 ENV PERFLEDGER_DB_URL=duckdb:////var/lib/perfledger/perfledger.duckdb
 VOLUME ["/var/lib/perfledger"]

@@ -58,3 +58,11 @@ def test_readme_shows_docker_run_for_duckdb_and_postgresql() -> None:
     assert any("-v perfledger-data:/var/lib/perfledger" in r for r in runs)
     assert "PERFLEDGER_DB_URL='postgresql+psycopg://" in team
     assert all(shlex.split(r.rstrip("\\"))[:2] == ["docker", "run"] for r in runs)
+
+
+def test_image_byte_compiles_the_sources_it_copied() -> None:
+    """PYTHONDONTWRITEBYTECODE keeps Python from caching them at run time: each CLI process would compile them."""
+    runs = instruction("RUN")
+    compiled = [i for i, r in enumerate(runs) if "-m compileall" in r]
+    assert compiled and all(name in runs[compiled[0]] for name in ("app.py", "pages", "ingest", "perfledger"))
+    assert DOCKERFILE.index("COPY . .") < DOCKERFILE.index("-m compileall")
