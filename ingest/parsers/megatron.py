@@ -109,24 +109,35 @@ _LAUNCH_LITERALS = ("-- arguments --", "using world size:")
 _LAUNCH = "|".join(map(_escape, _LAUNCH_LITERALS))
 _ITERATION = "iteration "  # a line holding it is read for a step; any other line may configure the run
 _CONFIG_HINT = (
-    r"\w \.{2,} ?\S|using world size|^\s*[a-z_0-9]+: \S|--num-layers|--seq-length|--nproc[_-]per[_-]node"
+    r"\w ?\.{2,} ?\S|using world size|^\s*[a-z_0-9]+: \S|--num-layers|--seq-length|--nproc"
     r"|padded vocab|GPU \d+: .+\(UUID|memory \(MB\)|dist_world_size=|DeepSpeed info: version|Primus|MindSpeed"
     r"|mindspeed|megatron\.bridge|habana_frameworks|Megatron-DeepSpeed|deepspeed\.launcher"
 )
 
+_KEYS_TEXT = (
+    "num_layers hidden_size ffn_hidden_size num_attention_heads num_query_groups group_query_attention "
+    "padded_vocab_size vocab_size swiglu gated_linear_unit num_experts num_moe_experts moe_router_topk "
+    "seq_length encoder_seq_length global_batch_size micro_batch_size tensor_model_parallel_size "
+    "pipeline_model_parallel_size context_parallel_size expert_model_parallel_size data_parallel_size "
+    "world_size fp16 bf16 fp8 mixed_precision train_iters nproc_per_node nnodes log_interval").split()
+
+
+def _as_dumped(keys: list[str]) -> list[str]:
+    """How an argument dump may print each key for _ARG_DUMP: as is, or with one "_" as a space ("num layers")."""
+    return sorted({*keys} | {key[:i] + " " + key[i + 1:] for key in keys
+                                             for i, c in enumerate(key) if c == "_"})
+
+
 # Every line _config_line can take something from contains one of these (it reads the line after its rank
 # prefix, a suffix of the line): a necessary condition, so filtering on it changes nothing but the time spent
-# on rank-prefixed chatter, which _CONFIG_HINT alone lets through ("0: [default0]:..." looks like YAML).
+# on rank-prefixed chatter, which _CONFIG_HINT alone lets through ("0: [default0]:..." looks like YAML). A dump
+# line counts only when _ARG_DUMP's key is one _set keeps (or DeepSpeed's train_batch_size): Megatron's timers
+# ("save-checkpoint ....: (12.3, 14.1)") were three in four lines read as configuration, 0.4 s/GB.
 _CONFIG_USED = (
     r"Primus|MindSpeed|mindspeed|megatron\.bridge|habana_frameworks|DeepSpeed info|deepspeed info"
-    r"|deepspeed\.launcher|using world size|padded vocab|\(UUID|memory \(MB\)|dist_world_size=| --|\.\."
-    r"|(?:" + "|".join(sorted(_KEYS_TEXT := (
-        "num_layers hidden_size ffn_hidden_size num_attention_heads num_query_groups group_query_attention "
-        "padded_vocab_size vocab_size swiglu gated_linear_unit num_experts num_moe_experts moe_router_topk "
-        "seq_length encoder_seq_length global_batch_size micro_batch_size tensor_model_parallel_size "
-        "pipeline_model_parallel_size context_parallel_size expert_model_parallel_size data_parallel_size "
-        "world_size fp16 bf16 fp8 mixed_precision train_iters nproc_per_node nnodes log_interval").split()))
-    + r"): [^\s#]"
+    r"|deepspeed\.launcher|using world size|padded vocab|\(UUID|memory \(MB\)|dist_world_size=| --"
+    r"|(?:" + "|".join(_as_dumped([*_KEYS_TEXT, "train_batch_size"])) + r") ?\.\."
+    r"|(?:" + "|".join(sorted(_KEYS_TEXT)) + r"): [^\s#]"
 )
 
 _ARG_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*(?: [a-z0-9_]+)?) ?\.{2,} ?(\S.*?)\s*$")
@@ -138,7 +149,7 @@ _WORLD = re.compile(
 )
 _PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\).*?new size: (\d+)")
 _GPU_NAME = re.compile(r"GPU \d+: (.+?) \(UUID")
-_MEMORY = re.compile(r"memory \(MB\).*?max allocated: ([\d.]+)")
+_MEMORY = re.compile(r"memory \(MB\).*?max allocated: (\d+\.?\d*)")
 _DIST_WORLD = re.compile(r"dist_world_size=(\d+)")
 _DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+?),|deepspeed info \.{2,} (\S+?),")
 
