@@ -58,6 +58,9 @@ typedef struct {
     uint8_t starts_pair[65536 / 8];     /* bit (a | b << 8): a pattern not found from a colon starts with a, b */
     unsigned char pair_first[MAX_PAIRS], pair_second[MAX_PAIRS];
     int n_pairs;
+#ifdef __SSE2__
+    __m128i pair_first16[MAX_PAIRS], pair_second16[MAX_PAIRS]; /* each byte of a pair, sixteen times */
+#endif
     Py_ssize_t max_line;
     int step_field; /* the field read as an int64 step "n / total" (-1: none) */
 } spec_t;
@@ -201,6 +204,8 @@ static int read_field(const spec_t *s, const field_t *f, const char *at, const c
 typedef struct {
     const char *first[MAX_PATTERNS];
     unsigned char nonzero[MAX_PATTERNS];
+    int touched[MAX_PATTERNS]; /* the patterns found, in the order first found: only they are reset per line */
+    int n_touched;
 } found_t;
 
 static int digit_1_to_9_after(const char *p, const char *le) {
@@ -210,8 +215,10 @@ static int digit_1_to_9_after(const char *p, const char *le) {
 }
 
 static inline void occurs(const spec_t *s, int id, const char *at, const char *le, found_t *f) {
-    if (!f->first[id])
+    if (!f->first[id]) {
         f->first[id] = at;
+        f->touched[f->n_touched++] = id;
+    }
     if (s->pat[id].count && !f->nonzero[id])
         f->nonzero[id] = (unsigned char)digit_1_to_9_after(at + s->pat[id].len, le);
 }
@@ -255,8 +262,11 @@ static inline int is_candidate(const spec_t *s, const char *p, const char *le) {
 /* Where each pattern first occurs in the line (NULL: nowhere). Most bytes of a line are neither a colon nor the
  * start of a non-colon pattern: with SSE2 sixteen of them are ruled out at a time. */
 static void first_occurrences(const spec_t *s, const char *ls, const char *le, found_t *f) {
-    memset(f->first, 0, sizeof(f->first[0]) * (size_t)s->n_pat);
-    memset(f->nonzero, 0, (size_t)s->n_pat);
+    for (int k = 0; k < f->n_touched; k++) {
+        f->first[f->touched[k]] = NULL;
+        f->nonzero[f->touched[k]] = 0;
+    }
+    f->n_touched = 0;
     const char *p = ls;
 #ifdef __SSE2__
     const __m128i colon = _mm_set1_epi8(':');
@@ -264,8 +274,8 @@ static void first_occurrences(const spec_t *s, const char *ls, const char *le, f
         __m128i b0 = _mm_loadu_si128((const __m128i *)p), b1 = _mm_loadu_si128((const __m128i *)(p + 1));
         unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b0, colon));
         for (int k = 0; k < s->n_pairs; k++)
-            mask |= (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(b0, _mm_set1_epi8((char)s->pair_first[k])),
-                                                               _mm_cmpeq_epi8(b1, _mm_set1_epi8((char)s->pair_second[k]))));
+            mask |= (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(b0, s->pair_first16[k]),
+                                                               _mm_cmpeq_epi8(b1, s->pair_second16[k])));
         while (mask) {
             candidates_at(s, ls, le, p + __builtin_ctz(mask), f);
             mask &= mask - 1;
@@ -325,9 +335,8 @@ static int stepless(const spec_t *s, const out_t *o, Py_ssize_t row, const char 
 
 static void iteration_line(const spec_t *s, out_t *o, const found_t *found, const char *le, Py_ssize_t row) {
     int spoiled[MAX_FIELDS] = {0};
-    for (int i = 0; i < s->n_pat; i++) {
-        if (!found->first[i])
-            continue;
+    for (int k = 0; k < found->n_touched; k++) {
+        int i = found->touched[k];
         if (s->pat[i].role == ROLE_BAIL)
             o->bailed = 1;
         else if (s->pat[i].role == ROLE_SPOILER)
@@ -348,8 +357,8 @@ static void iteration_line(const spec_t *s, out_t *o, const found_t *found, cons
 }
 
 static int any_of_role(const spec_t *s, const found_t *found, int role) {
-    for (int i = 0; i < s->n_pat; i++)
-        if (found->first[i] && s->pat[i].role == role)
+    for (int k = 0; k < found->n_touched; k++)
+        if (s->pat[found->touched[k]].role == role)
             return 1;
     return 0;
 }
@@ -358,6 +367,7 @@ static int any_of_role(const spec_t *s, const found_t *found, int role) {
 static void scan_text(const spec_t *s, const char *text, Py_ssize_t len, out_t *o) {
     const char *p = text, *end = text + len;
     found_t found;
+    memset(&found, 0, sizeof found);
     Py_ssize_t line = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -468,6 +478,12 @@ static int read_spec(spec_t *s, PyObject *fields, PyObject *bail, PyObject *laun
         }
         s->starts_pair[pair >> 3] |= (uint8_t)(1u << (pair & 7));
     }
+#ifdef __SSE2__
+    for (int k = 0; k < s->n_pairs; k++) {
+        s->pair_first16[k] = _mm_set1_epi8((char)s->pair_first[k]);
+        s->pair_second16[k] = _mm_set1_epi8((char)s->pair_second[k]);
+    }
+#endif
     s->max_line = max_line;
     return 0;
 }
