@@ -119,4 +119,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     store.lean_process()
-    sys.exit(main())
+    store.exit_process(main())

@@ -6,9 +6,11 @@ no query of ours is running. Driver exceptions become perfledger errors here and
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 import tempfile
@@ -18,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import polars as pl
 import sqlalchemy as sa
@@ -58,6 +60,19 @@ def lean_process() -> None:
     The dashboard needs pandas (Streamlit does), so only the `python -m` entry points call this.
     """
     sys.modules.setdefault("pandas", None)  # type: ignore[assignment]
+
+
+def exit_process(code: int) -> NoReturn:
+    """For a command-line process only: exit without Python's teardown of every module and object.
+
+    With polars, duckdb, sqlalchemy and numpy loaded that teardown took 0.2-0.3 s, a fifth of a tiny log's
+    ingest, after all work was done. By now every store connection is closed (NullPool) and every temporary
+    file removed; atexit handlers still run and output is flushed before the process ends.
+    """
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def mask_url(url: str) -> str:
