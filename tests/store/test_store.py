@@ -206,3 +206,12 @@ def test_a_cli_process_exits_with_its_code_after_its_output_and_exit_handlers() 
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a terminal-less run has it
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=buffered)
     assert (out.returncode, out.stdout, out.stderr) == (3, "resulthandler ran\n", "note")
+
+
+def test_a_cli_process_under_a_profiler_still_writes_its_profile(tmp_path: Path) -> None:
+    script = tmp_path / "probe.py"
+    script.write_text("from perfledger import store\nstore.exit_process(0)\n")
+    profile = tmp_path / "probe.prof"
+    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(script)], check=True, timeout=60,
+                   cwd=Path(__file__).resolve().parents[2])
+    assert profile.stat().st_size > 0
