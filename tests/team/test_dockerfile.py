@@ -66,3 +66,14 @@ def test_image_byte_compiles_the_sources_it_copied() -> None:
     compiled = [i for i, r in enumerate(runs) if "-m compileall" in r]
     assert compiled and all(name in runs[compiled[0]] for name in ("app.py", "pages", "ingest", "perfledger"))
     assert DOCKERFILE.index("COPY . .") < DOCKERFILE.index("-m compileall")
+
+
+def test_image_builds_the_compiled_scanner_and_drops_the_compiler_in_the_same_layer() -> None:
+    """A layer cannot shrink the one before it: gcc purged in a later RUN would still be in the image."""
+    builds = [r for r in instruction("RUN") if "-m ingest.native" in r]
+    assert len(builds) == 1
+    install, build, purge = (builds[0].index(s) for s in ("apt-get install", "-m ingest.native", "apt-get purge"))
+    assert install < build < purge and "gcc" in builds[0][purge:]
+    cache = re.search(r"ENV PERFLEDGER_CACHE_DIR=(\S+)", DOCKERFILE)
+    assert cache is not None and cache.group(1).startswith("/app/")
+    assert DOCKERFILE.index("COPY . .") < DOCKERFILE.index("-m ingest.native") < DOCKERFILE.index("USER ")
