@@ -385,11 +385,9 @@ def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
 
 # DuckDB's memory for one INSERT of spooled steps, and the threads that share it. Inserting in parallel, each
 # thread fills a row group of its own: 2.5 M steps passed under 40 MB with 3 threads and failed with 4, and under
-# 64 MB failed with 16, which a team server's default (one thread per core) would have used. Two threads need
-# 22-24 MB for the widest steps (every column filled, incompressible); 32 MB leaves a quarter to spare, and DuckDB
-# keeps written blocks cached up to it: 64 -> 40 MB lowered the 1 GB Megatron log's peak RSS by about 25 MB and
-# 40 -> 32 MB by about 11 MB (median of 4), at the same speed.
-DUCKDB_INSERT_MEMORY = "32MB"
+# 64 MB failed with 16, which a team server's default (one thread per core) would have used. Two threads pass
+# under 24 MB; 40 MB (was 64) lowered the 1 GB Megatron log's peak RSS by about 25 MB at the same speed.
+DUCKDB_INSERT_MEMORY = "40MB"
 DUCKDB_INSERT_THREADS = 2
 
 
