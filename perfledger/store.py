@@ -385,8 +385,10 @@ def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
 
 # DuckDB's memory for one INSERT of spooled steps, and the threads that share it. Inserting in parallel, each
 # thread fills a row group of its own: 2.5 M steps passed under 40 MB with 3 threads and failed with 4, and under
-# 64 MB failed with 16, which a team server's default (one thread per core) would have used. Two threads pass
-# under 24 MB; 40 MB (was 64) lowered the 1 GB Megatron log's peak RSS by about 25 MB at the same speed.
+# 64 MB failed with 16, which a team server's default (one thread per core) would have used. With two threads
+# 2.5 M steps need 24 MB, but a run of one to two row groups of steps needs 35 MB (DuckDB 1.5.6; a test keeps a
+# tenth to spare). DuckDB keeps written blocks cached up to the limit: 64 -> 40 MB lowered the 1 GB Megatron
+# log's peak RSS by about 25 MB at the same speed; 32 MB saved 11 more, but failed on a 100 MB log (243,896 steps).
 DUCKDB_INSERT_MEMORY = "40MB"
 DUCKDB_INSERT_THREADS = 2
 

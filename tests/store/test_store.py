@@ -11,6 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -177,26 +178,48 @@ def test_a_null_step_counts_as_not_rising() -> None:
     assert not store._strictly_increasing(pl.Series([1, None, 3]), after=None)
 
 
+def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | None = None) -> int:
+    """The rows one DuckDB run insert stored from these step frames (missing columns NULL)."""
+    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'steps.duckdb'}")
+    store.create_schema(engine)
+    header = store.RunHeader(format="megatron", file_name="many.log", ingested_at=datetime(2026, 1, 1, tzinfo=UTC))
+    try:
+        with store._connection(engine, write=True) as conn:
+            if threads is not None:
+                conn.exec_driver_sql(f"SET threads = {threads}")
+            run_id = store._insert_run(conn, header)
+            with store._BulkWriter(conn, store.schema.step, increasing="step") as steps:
+                for frame in frames:
+                    steps.add(store._step_rows(run_id, frame.with_columns(
+                        pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS if c not in frame.columns)))
+            if threads is not None:
+                assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == threads  # put back
+            return int(conn.exec_driver_sql("SELECT count(*) FROM step").scalar())
+    finally:
+        engine.dispose()
+
+
 def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each DuckDB thread of a parallel insert fills a row group of its own: left at a many-core machine's thread
     count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 400k steps under 24 MB, 16 threads."""
     monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", "24MB")
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'threads.duckdb'}")
-    store.create_schema(engine)
-    header = store.RunHeader(format="megatron", file_name="many.log", ingested_at=datetime(2026, 1, 1, tzinfo=UTC))
-    with store._connection(engine, write=True) as conn:
-        conn.exec_driver_sql("SET threads = 16")
-        run_id = store._insert_run(conn, header)
-        with store._BulkWriter(conn, store.schema.step, increasing="step") as steps:
-            for first in range(0, 400_000, 25_000):
-                frame = pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)})
-                frame = frame.with_columns(step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin())
-                steps.add(store._step_rows(run_id, frame.with_columns(
-                    pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS if c not in frame.columns)))
-        assert conn.exec_driver_sql("SELECT count(*) FROM step").scalar() == 400_000
-        assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == 16  # put back
-    engine.dispose()
+    frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}).with_columns(
+        step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin()) for first in range(0, 400_000, 25_000)]
+    assert insert_steps(tmp_path, frames, threads=16) == 400_000
+
+
+def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between one and two row groups of steps (122,880 rows each), every column filled, needs the most: 35 MB
+    with DuckDB 1.5.6, where 2.5 M steps need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
+    limit_mb = int(store.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
+    monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
+    rng = np.random.default_rng(0)
+    floats = [c for c in store.STEP_COLUMNS if c != "step"]
+    frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}
+                           | {c: rng.random(25_000) for c in floats}) for first in range(0, 225_000, 25_000)]
+    assert insert_steps(tmp_path, frames) == 225_000
 
 
 def test_a_cli_process_exits_with_its_code_after_its_output_and_exit_handlers() -> None:
