@@ -144,6 +144,22 @@ def test_without_the_scanner_a_log_parses_the_same(monkeypatch: pytest.MonkeyPat
         native._module.cache_clear()
 
 
+def test_without_the_scanner_megatron_logs_are_read_in_smaller_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pure-Polars path holds each chunk's lines as strings: 10 MB chunks put the 1 GB log over 300 MB."""
+    monkeypatch.setenv("PERFLEDGER_NATIVE", "0")
+    native._module.cache_clear()
+    try:
+        assert M.MegatronParser("x").chunk_bytes == M.MegatronParser.CHUNK_BYTES_POLARS < (
+            M.MegatronParser.CHUNK_BYTES_SCANNED)
+    finally:
+        native._module.cache_clear()
+
+
+@needs_scanner
+def test_with_the_scanner_megatron_logs_are_read_in_larger_chunks() -> None:
+    assert M.MegatronParser("x").chunk_bytes == M.MegatronParser.CHUNK_BYTES_SCANNED
+
+
 def test_a_scanner_that_cannot_be_built_says_why_and_is_not_used(monkeypatch: pytest.MonkeyPatch,
                                                                 tmp_path: object) -> None:
     monkeypatch.setenv("PERFLEDGER_CACHE_DIR", str(tmp_path))
