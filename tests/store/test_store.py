@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from ingest.pipeline import ingest_bytes, ingest_path
 from perfledger import store
@@ -178,8 +179,10 @@ def test_a_null_step_counts_as_not_rising() -> None:
     assert not store._strictly_increasing(pl.Series([1, None, 3]), after=None)
 
 
-def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | None = None) -> int:
-    """The rows one DuckDB run insert stored from these step frames (missing columns NULL)."""
+def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | None = None,
+                 then: Callable[[Connection], None] = lambda conn: None) -> int:
+    """The rows one DuckDB run insert stored from these step frames (missing columns NULL); `then` runs next in
+    the insert's transaction."""
     engine = store.engine_from_url(f"duckdb:///{tmp_path / 'steps.duckdb'}")
     store.create_schema(engine)
     header = store.RunHeader(format="megatron", file_name="many.log", ingested_at=datetime(2026, 1, 1, tzinfo=UTC))
@@ -194,9 +197,18 @@ def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | N
                         pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS if c not in frame.columns)))
             if threads is not None:
                 assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == threads  # put back
+            then(conn)
             return int(conn.exec_driver_sql("SELECT count(*) FROM step").scalar())
     finally:
         engine.dispose()
+
+
+def full_width_steps(n: int) -> list[pl.DataFrame]:
+    """n steps with every step column filled, in 25,000-row frames."""
+    rng = np.random.default_rng(0)
+    floats = [c for c in store.STEP_COLUMNS if c != "step"]
+    return [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}
+                         | {c: rng.random(25_000) for c in floats}) for first in range(0, n, 25_000)]
 
 
 def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
@@ -215,11 +227,23 @@ def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
     with DuckDB 1.5.6, where 2.5 M steps need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
     limit_mb = int(store.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
     monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
-    rng = np.random.default_rng(0)
-    floats = [c for c in store.STEP_COLUMNS if c != "step"]
-    frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}
-                           | {c: rng.random(25_000) for c in floats}) for first in range(0, 225_000, 25_000)]
-    assert insert_steps(tmp_path, frames) == 225_000
+    assert insert_steps(tmp_path, full_width_steps(225_000)) == 225_000
+
+
+def test_queries_after_a_runs_insert_get_duckdbs_own_memory_limit_back(tmp_path: Path) -> None:
+    """RESET memory_limit alone left DuckDB's buffer pool at the insert's 40 MB for the rest of the process."""
+    def list_of_20_million_integers(conn: Connection) -> None:  # about 160 MB
+        assert conn.exec_driver_sql("SELECT len(list(range)) FROM range(20000000)").scalar() == 20_000_000
+
+    assert insert_steps(tmp_path, full_width_steps(250_000), then=list_of_20_million_integers) == 250_000
+
+
+def test_after_a_runs_insert_duckdb_no_longer_holds_the_blocks_it_wrote(tmp_path: Path) -> None:
+    """They are in the file already; held, the run's summary (computed next) sat on about 40 MB of them."""
+    held: list[int] = []
+    insert_steps(tmp_path, full_width_steps(250_000), then=lambda conn: held.append(int(conn.exec_driver_sql(
+        "SELECT sum(memory_usage_bytes) FROM duckdb_memory()").scalar())))
+    assert held[0] <= int(store.DUCKDB_EVICT_MEMORY.removesuffix("MB")) * 2**20
 
 
 def test_a_cli_process_exits_with_its_code_after_its_output_and_exit_handlers() -> None:
