@@ -210,10 +210,13 @@ class MegatronParser(LogParser):
     format = LogFormat.MEGATRON
     # The 1 GB log, 5 runs each (median s, peak RSS MB), with the store's 40 MB insert: 6 MB chunks (5.7, 287
     # with a 64 MB insert), 8 MB (5.9, 243-280), 10 MB (5.2, 238-275), 12 MB (5.1, 245-301). Bigger chunks mean
-    # fewer per-chunk query plans and thread handoffs; 12 MB left no margin under issue 8's 300 MB.
+    # fewer per-chunk query plans and thread handoffs; 12 MB left no margin under issue 8's 300 MB. Once the
+    # store dropped the insert's cached blocks before the summary, on a faster machine, 5 runs each interleaved:
+    # 10 MB (2.86 s, 264 median, 269 max), 12 MB (2.75, 255, 273), 14 MB (2.74, 277, 285), 16 MB (2.68, 284, 288);
+    # the 100 MB log: 10 MB 252-256, 12 MB 266-270.
     # Without the compiled scanner a chunk's lines become a Polars frame of strings: at 10 MB the 1 GB log then
     # peaked at 283-294 MB (304 median of 3 in a second series), at 6 MB at 258-272 MB, 5% slower.
-    CHUNK_BYTES_SCANNED = 10 * 1024 * 1024
+    CHUNK_BYTES_SCANNED = 12 * 1024 * 1024
     CHUNK_BYTES_POLARS = 6 * 1024 * 1024
 
     @property
