@@ -393,7 +393,7 @@ DUCKDB_INSERT_MEMORY = "40MB"
 DUCKDB_INSERT_THREADS = 2
 # After the insert, the limit is lowered to this for a moment: DuckDB then drops the blocks it keeps cached (the
 # insert wrote them to the file already), so the run's summary, computed next, does not sit on them. The 1 GB
-# Megatron log's peak RSS went from 276-306 to 244-266 MB (4 runs each).
+# Megatron log's peak RSS went from 276-306 to 248-266 MB (4 runs each).
 DUCKDB_EVICT_MEMORY = "16MB"
 
 
