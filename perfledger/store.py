@@ -383,14 +383,18 @@ def _step_rows(run_id: int, batch: pl.DataFrame) -> pl.DataFrame:
     return frame.select(pl.lit(run_id, dtype=pl.Int64).alias("run_id"), *STEP_COLUMNS)
 
 
-# DuckDB's memory for one INSERT of spooled steps, and the threads that share it. Inserting in parallel, each
-# thread fills a row group of its own: 2.5 M steps passed under 40 MB with 3 threads and failed with 4, and under
-# 64 MB failed with 16, which a team server's default (one thread per core) would have used. With two threads
-# 2.5 M steps need 24 MB, but a run of one to two row groups of steps needs 35 MB (DuckDB 1.5.6; a test keeps a
-# tenth to spare). DuckDB keeps written blocks cached up to the limit: 64 -> 40 MB lowered the 1 GB Megatron
-# log's peak RSS by about 25 MB at the same speed; 32 MB saved 11 more, but failed on a 100 MB log (243,896 steps).
-DUCKDB_INSERT_MEMORY = "40MB"
+# DuckDB's memory for one INSERT of spooled steps, and the threads that share it (DuckDB 1.5.6; every step column
+# filled with random doubles, the costliest case; a test keeps a tenth of the limit to spare). Inserting in
+# parallel, each thread fills row groups of its own: two threads need 24 MB for a run of 250k steps or more (60
+# sizes up to 2.5 M passed under 28 MB) but up to 35 MB for one of 100k-246k steps (40 of 60 such sizes failed
+# under 28 MB); one thread needs 13 MB at any size (40 sizes up to 2.5 M passed under 16 MB). So a run of fewer
+# than four row groups is inserted on one thread (240k steps: 0.25 s against 0.21 on two), a bigger one on two
+# (2.45 M steps: 1.04 s against 1.50 on one). More threads need more: 16, a team server's default of one per
+# core, failed under 64 MB. DuckDB keeps written blocks cached up to the limit: 64 -> 40 MB lowered the 1 GB
+# Megatron log's peak RSS by about 25 MB at the same speed.
+DUCKDB_INSERT_MEMORY = "32MB"
 DUCKDB_INSERT_THREADS = 2
+PARALLEL_INSERT_MIN_ROWS = 4 * 122_880  # DuckDB's row group size
 # After the insert, the limit is lowered to this for a moment: DuckDB then drops the blocks it keeps cached (the
 # insert wrote them to the file already), so the run's summary, computed next, does not sit on them. The 1 GB
 # Megatron log's peak RSS went from 276-306 to 248-266 MB (4 runs each).
@@ -423,6 +427,7 @@ class _BulkWriter:
         self._last: Any = None
         self._order_shows = increasing is None
         self._threads: Any = None
+        self._rows = 0
 
     def __enter__(self) -> _BulkWriter:
         if self.conn.dialect.name == "duckdb":
@@ -430,7 +435,6 @@ class _BulkWriter:
             # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
             self.conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
             self._threads = self.conn.exec_driver_sql("SELECT current_setting('threads')").scalar()
-            self.conn.exec_driver_sql(f"SET threads = {DUCKDB_INSERT_THREADS}")
         return self
 
     def add(self, frame: pl.DataFrame) -> int:
@@ -444,6 +448,7 @@ class _BulkWriter:
             path = Path(self._spool.name) / f"{len(self._spooled):08d}.parquet"
             frame.write_parquet(path, compression="lz4", statistics=False)
             self._spooled.append(path)
+            self._rows += frame.height
         elif self.conn.dialect.name == "postgresql":
             cursor = self.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             with cursor.copy(f"COPY {self._name()} ({self._quoted(frame.columns)}) FROM STDIN") as copy:
@@ -459,6 +464,8 @@ class _BulkWriter:
             return
         files = ", ".join(_sql_text(path) for path in self._spooled)
         cols = self._quoted(self._columns_seen)
+        threads = DUCKDB_INSERT_THREADS if self._rows >= PARALLEL_INSERT_MIN_ROWS else 1
+        self.conn.exec_driver_sql(f"SET threads = {threads}")
         if not self._order_shows:
             self.conn.exec_driver_sql("SET preserve_insertion_order = false")
         self.conn.exec_driver_sql(f"INSERT INTO {self._name()} ({cols}) SELECT {cols} FROM read_parquet([{files}])")

@@ -213,21 +213,23 @@ def full_width_steps(n: int) -> list[pl.DataFrame]:
 
 def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each DuckDB thread of a parallel insert fills a row group of its own: left at a many-core machine's thread
-    count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 400k steps under 24 MB, 16 threads."""
+    """Each DuckDB thread of a parallel insert fills row groups of its own: left at a many-core machine's thread
+    count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 500k steps under 24 MB, 16 threads."""
     monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", "24MB")
     frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}).with_columns(
-        step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin()) for first in range(0, 400_000, 25_000)]
-    assert insert_steps(tmp_path, frames, threads=16) == 400_000
+        step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin()) for first in range(0, 500_000, 25_000)]
+    assert sum(f.height for f in frames) >= store.PARALLEL_INSERT_MIN_ROWS
+    assert insert_steps(tmp_path, frames, threads=16) == 500_000
 
 
+@pytest.mark.parametrize("steps", [225_000, 500_000], ids=["one-thread", "two-threads"])
 def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Between one and two row groups of steps (122,880 rows each), every column filled, needs the most: 35 MB
-    with DuckDB 1.5.6, where 2.5 M steps need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int) -> None:
+    """Every column filled. On two threads 225k steps needed 35 MB (DuckDB 1.5.6), so so small a run goes on one
+    (13 MB); 500k steps on two need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
     limit_mb = int(store.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
     monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
-    assert insert_steps(tmp_path, full_width_steps(225_000)) == 225_000
+    assert insert_steps(tmp_path, full_width_steps(steps)) == steps
 
 
 def test_queries_after_a_runs_insert_get_duckdbs_own_memory_limit_back(tmp_path: Path) -> None:
