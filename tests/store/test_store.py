@@ -225,15 +225,15 @@ def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_thread
 @pytest.mark.parametrize("steps", [225_000, 500_000], ids=["one-thread", "two-threads"])
 def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int) -> None:
-    """Every column filled. On two threads 225k steps needed 35 MB (DuckDB 1.5.6), so so small a run goes on one
-    (13 MB); 500k steps on two need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
+    """Every column filled. On two threads 225k steps needed 35 MB (DuckDB 1.5.6), so a run that small goes on
+    one (13 MB); 500k steps on two need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
     limit_mb = int(store.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
     monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
     assert insert_steps(tmp_path, full_width_steps(steps)) == steps
 
 
 def test_queries_after_a_runs_insert_get_duckdbs_own_memory_limit_back(tmp_path: Path) -> None:
-    """RESET memory_limit alone left DuckDB's buffer pool at the insert's 40 MB for the rest of the process."""
+    """RESET memory_limit alone left DuckDB's buffer pool at the insert's limit for the rest of the process."""
     def list_of_20_million_integers(conn: Connection) -> None:  # about 160 MB
         assert conn.exec_driver_sql("SELECT len(list(range)) FROM range(20000000)").scalar() == 20_000_000
 
@@ -241,7 +241,7 @@ def test_queries_after_a_runs_insert_get_duckdbs_own_memory_limit_back(tmp_path:
 
 
 def test_after_a_runs_insert_duckdb_no_longer_holds_the_blocks_it_wrote(tmp_path: Path) -> None:
-    """They are in the file already; held, the run's summary (computed next) sat on about 40 MB of them."""
+    """They are in the file already; held, the run's summary (computed next) sat on the insert's limit of them."""
     held: list[int] = []
     insert_steps(tmp_path, full_width_steps(250_000), then=lambda conn: held.append(int(conn.exec_driver_sql(
         "SELECT sum(memory_usage_bytes) FROM duckdb_memory()").scalar())))
