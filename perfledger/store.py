@@ -96,7 +96,16 @@ _HOLDER = re.compile(r"Conflicting lock is held in (\S+)(?: \(PID (\d+)\))?")
 _LOCK_WORD = re.compile(r"\block\b", re.IGNORECASE)  # a word: DuckDB's out-of-memory error says "block"
 
 
+# DuckDB 1.5 lets one instance per process hold a file. A connection opened while the instance of another
+# connection of this process to the same file is still closing meets it ("Unique file handle conflict"): it is
+# waited out like another process's lock. Seen as a second error on the Runs page in the browser tests, twice in
+# about 30 runs: Streamlit's fast reruns start a session's new script run while the old one may still be closing.
+_SAME_FILE_IN_PROCESS = "Unique file handle conflict"
+
+
 def _lock_holder(message: str) -> str | None:
+    if _SAME_FILE_IN_PROCESS in message:
+        return "another connection of this process"
     if _LOCK_WORD.search(message) is None:
         return None
     m = _HOLDER.search(message)

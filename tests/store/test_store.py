@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -102,6 +104,42 @@ def test_writer_meeting_the_duckdb_lock_says_who_holds_it(tmp_path: Path, monkey
         if holder.stdout is not None:
             holder.stdout.close()
     assert store.counts(engine)["run"] == 0  # released: usable again at once
+
+
+def hold_outside_the_instance_cache(db: Path) -> duckdb.DuckDBPyConnection:
+    """A connection of this process holding the DuckDB file, as one whose instance is being closed does."""
+    holder = duckdb.connect()
+    holder.execute(f"ATTACH '{db}' AS held")
+    return holder
+
+
+def test_a_connection_of_this_process_closing_the_file_is_waited_for(tmp_path: Path) -> None:
+    """DuckDB attaches a file once per process ("Unique file handle conflict"): a query that met another session's
+    last connection closing was shown as an error on the Runs page."""
+    db = tmp_path / "shared.duckdb"
+    engine = store.engine_from_url(f"duckdb:///{db}")
+    store.create_schema(engine)
+    holder = hold_outside_the_instance_cache(db)
+    closing = threading.Timer(0.3, holder.close)
+    closing.start()
+    try:
+        assert store.counts(engine)["run"] == 0
+    finally:
+        closing.join()
+
+
+def test_a_connection_of_this_process_that_keeps_the_file_makes_the_store_busy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "shared.duckdb"
+    engine = store.engine_from_url(f"duckdb:///{db}")
+    store.create_schema(engine)
+    monkeypatch.setenv("PERFLEDGER_LOCK_WAIT_S", "1")
+    holder = hold_outside_the_instance_cache(db)
+    try:
+        with pytest.raises(StoreBusy, match="held by another connection of this process"):
+            store.counts(engine)
+    finally:
+        holder.close()
 
 
 def test_results_frame_has_schema_dtypes_on_an_empty_store(store_engine: Engine) -> None:
