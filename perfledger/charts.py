@@ -113,17 +113,51 @@ def time_vs_devices(frame: pl.DataFrame) -> alt.Chart:
     return (line + chosen).properties(height=320)
 
 
+# Step charts draw at most two points per this many slices of a run's steps (and per phase). Every step of the
+# 1 GB bench log (2.44 M) made a 250 MB chart message, which Streamlit refuses above 200 MB; no screen shows more
+# columns than this anyway.
+STEP_BUCKETS = 2_000
+
+
+def envelope(frame: pl.DataFrame, value: str, *, by: tuple[str, ...] = (),
+             buckets: int = STEP_BUCKETS) -> pl.DataFrame:
+    """The rows drawn for `value` against step: all of them when they fit, else, in each of `buckets` equal slices
+    of the step range (and each `by` group), the rows with the lowest and the highest value, so that spikes and
+    dips stay visible. Rows without a value are dropped (they draw nothing); the frame's order is kept."""
+    data = frame.filter(pl.col(value).is_not_null())
+    if data.height <= 2 * buckets:
+        return data
+    first, last = data["step"].min(), data["step"].max()
+    slice_of = ((pl.col("step") - first) * buckets // (last - first + 1)).alias("_slice")  # type: ignore[operator]
+    indexed = data.with_row_index("_row")
+    picked = indexed.with_columns(slice_of).group_by("_slice", *by).agg(
+        low=pl.col("_row").get(pl.col(value).arg_min()), high=pl.col("_row").get(pl.col(value).arg_max()))
+    keep = pl.concat([picked["low"], picked["high"]]).unique()
+    return indexed.filter(pl.col("_row").is_in(keep.implode())).drop("_row")
+
+
+def _drawn_title(text: str, drawn: pl.DataFrame, frame: pl.DataFrame, value: str) -> alt.TitleParams:
+    total = frame[value].count()
+    if drawn.height == total:
+        return alt.TitleParams(text)
+    return alt.TitleParams(text, subtitle=f"{drawn.height:,} of {total:,} steps drawn: the lowest and highest of each "
+                                          f"1/{STEP_BUCKETS:,} of the run (the CSV holds every step)")
+
+
 def step_times(frame: pl.DataFrame) -> alt.Chart:
     """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
     colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
-    return alt.Chart(frame).mark_circle(size=18).encode(
+    drawn = envelope(frame, "step_time_s", by=("phase",))
+    title = _drawn_title("step time", drawn, frame, "step_time_s")
+    return alt.Chart(drawn, title=title).mark_circle(size=18).encode(
         x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
         color=alt.Color("phase:N", scale=colours), tooltip=["step", "step_time_s", "phase"],
     ).properties(height=280)
 
 
 def loss_curve(frame: pl.DataFrame) -> alt.Chart:
-    return alt.Chart(frame.filter(pl.col("loss").is_not_null())).mark_line().encode(
+    drawn = envelope(frame, "loss")
+    return alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
         x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
     ).properties(height=220)
 
