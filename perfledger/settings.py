@@ -36,7 +36,7 @@ SETTINGS = (
     Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token"),
     Setting("max_upload_mb", 200, "largest log accepted, measured after gunzip"),
     Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
-    Setting("lock_wait_s", 10, "how long a writer retries DuckDB's file lock before saying the store is busy"),
+    Setting("lock_wait_s", 10, "how long a connection retries a held DuckDB file before saying the store is busy"),
     Setting("native", True, "0 reads every log with the pure-Polars parsers, never building the compiled scanner"),
     Setting("cache_dir", str(DEFAULT_CACHE_DIR), "folder where the compiled scanner is built on first use"),
 )
