@@ -17,7 +17,7 @@ COPY requirements.txt ./
 RUN python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt
 COPY . .
 # Byte-compiled once here: with PYTHONDONTWRITEBYTECODE, every `python -m ingest` would compile the sources again.
-RUN .venv/bin/python -m compileall -q app.py pages ingest perfledger
+RUN .venv/bin/python -m compileall -q app.py screens ingest perfledger
 # The compiled Megatron scanner needs a C compiler once, here; it is removed in the same layer, so the image stays
 # slim. Without it the server reads Megatron logs on the pure-Polars path: 1.4x the time on a 100 MB log and 2.2x
 # on 1 GB (README "Dependencies"). `python -m ingest.native` fails the build if it cannot be had.
