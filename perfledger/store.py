@@ -98,8 +98,9 @@ _LOCK_WORD = re.compile(r"\block\b", re.IGNORECASE)  # a word: DuckDB's out-of-m
 
 # DuckDB 1.5 lets one instance per process hold a file. A connection opened while the instance of another
 # connection of this process to the same file is still closing meets it ("Unique file handle conflict"): it is
-# waited out like another process's lock. Seen as a second error on the Runs page in the browser tests, twice in
-# about 30 runs: Streamlit's fast reruns start a session's new script run while the old one may still be closing.
+# waited out like another process's lock. Seen as a second error on the Runs page in the browser tests (twice in
+# seven runs before this): Streamlit's fast reruns start a session's new script run while the old one may still
+# be closing.
 _SAME_FILE_IN_PROCESS = "Unique file handle conflict"
 
 
