@@ -9,9 +9,6 @@ from perfledger.errors import PerfledgerError
 from perfledger.records import RunConfig
 from screens import _ui
 
-db = _ui.engine()
-cfg = _ui.settings()
-
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:
     return "—" if value is None else f"{value:{spec}}{unit}"
@@ -37,6 +34,7 @@ def show_preview(pre: pipeline.IngestOutcome) -> None:
 
 def token_unlocks_writing(key: str) -> bool:
     """Inside a write panel: True without an upload token, else when the one typed matches (says so if not)."""
+    cfg = _ui.settings()  # read on every run: a module is imported once, a page script runs every time
     if cfg.upload_token and not cfg.may_write_with(st.text_input("Upload token", type="password", key=key)):
         st.caption("Writing is protected: enter the upload token.")
         return False
@@ -45,6 +43,7 @@ def token_unlocks_writing(key: str) -> bool:
 
 def upload_panel() -> None:
     """Upload -> preview -> commit; hidden when read-only, token-guarded when a token is set."""
+    cfg, db = _ui.settings(), _ui.engine()
     if cfg.read_only:
         return
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
