@@ -25,14 +25,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfledger.catalog import (  # noqa: E402
+from perfledger.catalog import (
     normalize_name,
     normalize_precision,
     resolve_accelerator_noted,
     resolve_model,
 )
-from perfledger.errors import UnknownId  # noqa: E402
-from perfledger.vocabulary import Evidence, Metric, SourceKind, Workload  # noqa: E402
+from perfledger.errors import UnknownId
+from perfledger.vocabulary import Evidence, Metric, SourceKind, Workload
 
 DATA = Path(__file__).resolve().parent
 SOURCE_COLUMNS = ("id", "kind", "title", "publisher", "date", "url", "evidence", "note")

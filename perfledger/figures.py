@@ -15,8 +15,8 @@ import polars as pl
 from sqlalchemy import Engine
 
 from perfledger import catalog, store
-from perfledger.calc import formula_of
 from perfledger.calc import flops as fl
+from perfledger.calc import formula_of
 from perfledger.calc import metrics as m
 from perfledger.errors import InvalidInput, UnknownId
 
@@ -142,7 +142,7 @@ def time_to_train(engine: Engine, args: Args) -> Figure:
     if args.has("tokens_per_s_per_device"):
         tps = args.number("tokens_per_s_per_device")
         args.used.update({"model", "seq_len"})  # accepted for context; throughput already measured
-        inputs = {"tokens": tokens, "devices": devices, "tokens_per_s_per_device": tps}
+        inputs: dict[str, Any] = {"tokens": tokens, "devices": devices, "tokens_per_s_per_device": tps}
         if args.has("model"):
             inputs["model"] = catalog.resolve_model(args.raw["model"])
         seconds = m.time_to_train_s(tokens, devices, tps)

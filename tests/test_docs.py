@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,17 @@ from perfledger.figures import FIGURES
 from perfledger.settings import SETTINGS
 from perfledger.vocabulary import Metric
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+CI_TEST_COMMAND = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+START_COMMAND = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt && .venv/bin/python -m perfledger init"
+    " && .venv/bin/streamlit run app.py"
+)
+
+
+def code_blocks(text: str) -> list[str]:
+    return [block.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)]
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.env)
@@ -37,6 +48,22 @@ def test_every_cli_command_is_in_the_readme() -> None:
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
-    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
-    command = ci.strip().splitlines()[-1]
-    assert command in README
+    assert CI_TEST_COMMAND in README
+
+
+def test_readme_is_a_front_door_under_10_kb() -> None:
+    assert len(README.encode()) < 10_000
+
+
+def test_readme_first_commands_start_the_dashboard_then_run_the_tests() -> None:
+    assert code_blocks(README)[:2] == [START_COMMAND, CI_TEST_COMMAND]
+
+
+def test_every_local_link_in_the_readme_exists() -> None:
+    links = re.findall(r"\]\(([^)#:]+)\)", README)
+    assert {"docs/overview.png", "docs/logs.md", "docs/team-server.md", "bench/README.md"} <= set(links)
+    assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_screenshot_stays_small() -> None:
+    assert (ROOT / "docs" / "overview.png").stat().st_size < 300_000

@@ -109,9 +109,11 @@ class _Flops:
         shape_row = self.shapes.get(model_id or "")
         if shape_row is None:
             return None
+        seq = seq_len or shape_row.get("seq_len")
+        if seq is None:
+            return None
         try:
-            return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq_len or shape_row.get("seq_len")),
-                                      formula)
+            return fl.flops_per_token(fl.ModelShape.from_row(shape_row), int(seq), formula)
         except (InvalidInput, TypeError, ValueError):
             return None
 

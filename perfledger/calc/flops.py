@@ -1,4 +1,4 @@
-"""Training FLOPs per token, by named formula (see the README's "How FLOPs are counted").
+"""Training FLOPs per token, by named formula (see the README's "How the numbers are computed").
 
 Notation: L layers, h hidden, h_kv = kv_heads * head_dim, f ffn hidden, V vocab, s sequence length,
 k experts per token (MoE top-k), m MLP matrices (3 SwiGLU, 2 GELU), N parameters. Every formula counts

@@ -12,15 +12,17 @@ from typing import Any
 
 import polars as pl
 
+from perfledger.calc import audit
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
-from perfledger.calc import audit
 from perfledger.calc.audit import AUDIT_SCHEMA, MATCH_KEYS, AuditRule, _fmt_int, relative_difference
 from perfledger.errors import InvalidInput
 
+DEFAULT_RULE = AuditRule()
+
 
 def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
-                 rule: AuditRule = AuditRule()) -> pl.DataFrame:
+                 rule: AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per model-TFLOPS claim with reported, recomputed, rel_diff, tolerance, verdict and why."""
     flops = _Flops({row["id"]: row for row in models.iter_rows(named=True)})
     accels = {row["id"]: row for row in accelerators.iter_rows(named=True)}

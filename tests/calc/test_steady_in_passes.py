@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import polars as pl
 import pytest
@@ -63,6 +64,8 @@ def test_a_long_run_split_over_files_gives_the_in_memory_steady_state(tmp_path) 
 
 def test_no_steps_have_no_steady_state_either_way() -> None:
     empty = pl.DataFrame(schema={"step": pl.Int64, "step_time_s": pl.Float64, "tokens": pl.Float64})
-    for compute in (lambda: steady_state(empty), lambda: steady_state_of_ordered(empty.lazy())):
+    computes: tuple[Callable[[], object], ...] = (lambda: steady_state(empty),
+                                                  lambda: steady_state_of_ordered(empty.lazy()))
+    for compute in computes:
         with pytest.raises(InvalidInput):
             compute()

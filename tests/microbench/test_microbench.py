@@ -16,7 +16,9 @@ from perfledger.calc import block_flops
 from perfledger.calc.block_flops import matmul_flops, transformer_block_flops
 from perfledger.errors import InvalidInput, ParseError
 from perfledger.microbench import TORCH_MISSING
-from perfledger.microbench.run import cpu_model_from_cpuinfo, main, resolve_accelerator_id, summarize
+from perfledger.microbench.device import cpu_model_from_cpuinfo, resolve_accelerator_id
+from perfledger.microbench.records import summarize
+from perfledger.microbench.run import main
 from perfledger.records import ParseSummary
 from perfledger.vocabulary import LogFormat
 
