@@ -10,7 +10,7 @@ with the id None, and listed in `Seed.unresolved`.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,11 @@ def _typed(path: Path, line: int, raw: dict[str, str], table: Table) -> Row:
         if row[column.name] is None and not column.nullable and not column.primary_key:
             raise DataFileError(path.name, line, f"column {column.name} must not be empty")
     return row
+
+
+def typed_cells(raw: Mapping[str, str], table: Table, file_name: str = "", line: int = 0) -> Row:
+    """The cells of `raw` typed by their columns in `table`; raises DataFileError naming the bad cell."""
+    return _typed(Path(file_name), line, dict(raw), table)
 
 
 def _convert(text: str, column_type: Any) -> Any:
