@@ -17,9 +17,10 @@ from typing import Any
 from perfledger import store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
+from perfledger.views import registry
 
 USAGE_ERRORS = (InvalidInput, UnknownId, InvalidQuery)
-PAGES = ("overview", "speedups", "accelerators", "scaling", "time-to-train", "runs", "audit", "sources")
+PAGES = registry.slugs()  # the export command's choices: the page registry's slugs
 
 
 def build_parser() -> argparse.ArgumentParser:
