@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ingest import pipeline
+from ingest.detect import detect_head
 from ingest.parsers.base import LogParser
 from perfledger import store
 from perfledger.records import ParseSummary
@@ -21,10 +22,8 @@ MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 def counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every parse of a whole file (a parser's finish()), by file name."""
     parses: list[str] = []
-    detect = pipeline.detect_head
-
     def detect_counted(head: bytes, file_name: str) -> type[LogParser]:
-        found = detect(head, file_name=file_name)
+        found = detect_head(head, file_name=file_name)
 
         class Counted(found):  # type: ignore[valid-type, misc]
             def finish(self) -> ParseSummary:

@@ -26,9 +26,11 @@ from ingest.pipeline import ingest_bytes, ingest_path
 from ingest.spool import StepSpool, strictly_increasing
 from perfledger import store
 from perfledger.errors import ParseError, StoreBusy, StoreNotInitialised
+from perfledger.records import PreparedRun
 from perfledger.store import bulk
 from perfledger.store.bulk import insert_parquet
 from perfledger.store.engine import connection, lock_holder
+from perfledger.vocabulary import LogFormat
 from tests.conftest import DATA_DIR, LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -310,3 +312,20 @@ def test_a_cli_process_under_a_profiler_still_writes_its_profile(tmp_path: Path)
     subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(script)], check=True, timeout=60,
                    cwd=Path(__file__).resolve().parents[2])
     assert profile.stat().st_size > 0
+
+
+def test_steps_logged_out_of_order_are_stored_by_step_with_repeats_in_the_logs_order(
+        seeded_store: Engine) -> None:
+    lines = [(5, 1.0), (6, 2.0), (2, 3.0), (6, 4.0), (1, 5.0)]  # (step, loss): back, and step 6 twice
+    frames = [pl.DataFrame({"step": [s], "loss": [loss]}) for s, loss in lines]
+    spool = StepSpool()
+    for frame in frames:
+        spool.add(frame.with_columns(pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS
+                                     if c not in frame.columns).select(store.STEP_COLUMNS))
+    prepared = PreparedRun(file_name="late.log", format=LogFormat("megatron"), content_sha256="ab" * 32,
+                           file_bytes=1, config={}, summary={}, steps=spool.step_files(), release=spool.close)
+    with prepared:
+        saved = store.save_run(seeded_store, prepared)
+    stored = store.steps(seeded_store, saved.run_id)
+    assert list(zip(stored["step"], stored["loss"], strict=True)) == sorted(lines, key=lambda sl: sl[0])
+    assert not spool.step_files().files or not prepared.steps.files[0].exists()
