@@ -1,6 +1,7 @@
 """perfledger dashboard: the frame and router. Run with `streamlit run app.py`.
 
-st.navigation runs on every run, before any other output; each page is a thin view in screens/.
+st.navigation runs on every run, before any other output, over the page registry
+(perfledger.views.registry.PAGES, read on each run); each page is a thin view in screens/.
 """
 
 from __future__ import annotations
@@ -8,14 +9,15 @@ from __future__ import annotations
 import streamlit as st
 
 from perfledger import store
-from screens import DEFAULT_SLUG, PAGES
+from perfledger.views import registry
 from screens._ui import settings
 
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
 st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
 
 navigation = st.navigation(
-    [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug, default=p.slug == DEFAULT_SLUG) for p in PAGES]
+    [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug, default=p.slug == registry.DEFAULT_SLUG)
+     for p in registry.PAGES]
 )
 
 with st.sidebar:

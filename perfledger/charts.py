@@ -15,6 +15,12 @@ ACCELERATOR_COLOURS: dict[str, str] = {
 }
 _FALLBACK = "#78909c"
 _ROW_AXIS = alt.Axis(labelLimit=420, labelOverlap=False)  # bar labels are read, never elided or dropped
+Drawn = alt.Chart | alt.LayerChart  # what a builder returns: one chart, or charts layered
+
+
+def _drawn(chart: Drawn) -> Drawn:
+    """States the type of an altair builder chain (altair's methods are untyped, so mypy sees Any)."""
+    return chart
 
 
 def accelerator_scale(ids: list[str]) -> alt.Scale:
@@ -27,7 +33,7 @@ def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt
     return alt.Color(f"{column}:N", scale=accelerator_scale(frame[column].drop_nulls().to_list()), title=title)
 
 
-def speedup_bars(frame: pl.DataFrame) -> alt.Chart:
+def speedup_bars(frame: pl.DataFrame) -> Drawn:
     """Speedup (x) per model, computed and stored side by side, with a rule at 1x."""
     data = frame.filter(pl.col("speedup (x)").is_not_null()).with_columns(
         pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?") + pl.lit(" devices")], separator=" · ").alias("row")
@@ -41,25 +47,25 @@ def speedup_bars(frame: pl.DataFrame) -> alt.Chart:
     )
     text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("speedup (x):Q", format=".1f"), color=alt.value("#333"))
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(x="x:Q")
-    return (bars + text + one).properties(height=alt.Step(16))
+    return _drawn((bars + text + one).properties(height=alt.Step(16)))
 
 
-def accelerator_bars(frame: pl.DataFrame, title: str) -> alt.Chart:
+def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
     data = frame.filter(pl.col("normalized").is_not_null()).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?") + pl.lit(" dev"),
                        pl.col("precision").fill_null("?"), pl.col("source").fill_null("?"),
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
-    return alt.Chart(data).mark_bar().encode(
+    return _drawn(alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title=None, axis=_ROW_AXIS),
         x=alt.X("normalized:Q", title=title),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
                  alt.Tooltip("normalized:Q", format=",.4g"), "source"],
-    ).properties(height=alt.Step(20))
+    ).properties(height=alt.Step(20)))
 
 
-def scaling_lines(frame: pl.DataFrame) -> alt.Chart:
+def scaling_lines(frame: pl.DataFrame) -> Drawn:
     """Throughput vs devices per series, with each series' ideal-linear line dashed."""
     data = frame.filter(pl.col("throughput (tokens/s, all devices)").is_not_null())
     base = alt.Chart(data).encode(
@@ -75,34 +81,34 @@ def scaling_lines(frame: pl.DataFrame) -> alt.Chart:
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
         y="ideal linear (tokens/s):Q", color=_colour(data, "accelerator")
     )
-    return (ideal + measured).properties(height=380)
+    return _drawn((ideal + measured).properties(height=380))
 
 
-def efficiency_bars(frame: pl.DataFrame) -> alt.Chart:
+def efficiency_bars(frame: pl.DataFrame) -> Drawn:
     data = frame.filter(pl.col("scaling efficiency").is_not_null(), pl.col("kind").str.starts_with("stored")).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
     )
-    return alt.Chart(data).mark_bar().encode(
+    return _drawn(alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title=None),
         x=alt.X("scaling efficiency:Q", axis=alt.Axis(format="%"), title="scaling efficiency (stored)"),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator", "model", "devices", alt.Tooltip("scaling efficiency:Q", format=".1%"), "baseline", "source"],
-    ).properties(height=alt.Step(18))
+    ).properties(height=alt.Step(18)))
 
 
-def ratio_bars(frame: pl.DataFrame) -> alt.Chart:
+def ratio_bars(frame: pl.DataFrame) -> Drawn:
     data = frame.with_columns(
         pl.concat_str([pl.col("accelerator").fill_null("?"), pl.col("model").fill_null("?"), pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
-    return alt.Chart(data).mark_bar().encode(
+    return _drawn(alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title=None),
         x=alt.X("value:Q", title="stored ratio (x)"),
         color=_colour(data, "accelerator"),
         tooltip=["model", "accelerator", "devices", "value", "baseline", "source"],
-    ).properties(height=alt.Step(18))
+    ).properties(height=alt.Step(18)))
 
 
-def time_vs_devices(frame: pl.DataFrame) -> alt.Chart:
+def time_vs_devices(frame: pl.DataFrame) -> Drawn:
     base = alt.Chart(frame).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices"))
     line = base.mark_line(point=True).encode(
         y=alt.Y("time (days):Q", scale=alt.Scale(type="log"), title="time to train (days)"),
@@ -110,7 +116,7 @@ def time_vs_devices(frame: pl.DataFrame) -> alt.Chart:
                  alt.Tooltip("cost (USD):Q", format="$,.0f")],
     )
     chosen = base.transform_filter("datum.chosen").mark_point(size=140, filled=True, color="#d62728").encode(y="time (days):Q")
-    return (line + chosen).properties(height=320)
+    return _drawn((line + chosen).properties(height=320))
 
 
 # Step charts draw at most two points per this many slices of a run's steps (and per phase). Every step of the
@@ -144,26 +150,26 @@ def _drawn_title(text: str, drawn: pl.DataFrame, frame: pl.DataFrame, value: str
                                           f"1/{STEP_BUCKETS:,} of the run (the CSV holds every step)")
 
 
-def step_times(frame: pl.DataFrame) -> alt.Chart:
+def step_times(frame: pl.DataFrame) -> Drawn:
     """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
     colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
     drawn = envelope(frame, "step_time_s", by=("phase",))
     title = _drawn_title("step time", drawn, frame, "step_time_s")
-    return alt.Chart(drawn, title=title).mark_circle(size=18).encode(
+    return _drawn(alt.Chart(drawn, title=title).mark_circle(size=18).encode(
         x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
         color=alt.Color("phase:N", scale=colours), tooltip=["step", "step_time_s", "phase"],
-    ).properties(height=280)
+    ).properties(height=280))
 
 
-def loss_curve(frame: pl.DataFrame) -> alt.Chart:
+def loss_curve(frame: pl.DataFrame) -> Drawn:
     drawn = envelope(frame, "loss")
-    return alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
+    return _drawn(alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
         x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
-    ).properties(height=220)
+    ).properties(height=220))
 
 
-def count_bars(frame: pl.DataFrame, column: str) -> alt.Chart:
-    return alt.Chart(frame.head(25)).mark_bar().encode(
+def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
+    return _drawn(alt.Chart(frame.head(25)).mark_bar().encode(
         y=alt.Y(f"{column}:N", sort="-x", title=None, axis=_ROW_AXIS), x=alt.X("result rows:Q"),
         tooltip=[column, "result rows", "sources"]
-    ).properties(height=alt.Step(24))
+    ).properties(height=alt.Step(24)))

@@ -122,7 +122,7 @@ def from_query(cls: type[T], query: QueryLike) -> T:
     unknown = sorted(k for k in q if k not in known)
     if unknown:
         problems.append(f"Ignored unknown link parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
-    return replace(cls(), **values, problems=tuple(problems))  # type: ignore[call-arg,type-var]
+    return replace(cls(), **values, problems=tuple(problems))  # type: ignore[type-var]
 
 
 def to_query(state: Any) -> dict[str, str]:

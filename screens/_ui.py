@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import polars as pl
@@ -12,6 +13,8 @@ from sqlalchemy import Engine
 from perfledger import store, urlstate, views
 from perfledger.errors import PerfledgerError
 from perfledger.settings import Settings, load_settings
+from perfledger.views import links
+from perfledger.views.registry import Page
 
 
 def settings() -> Settings:
@@ -39,20 +42,28 @@ def render_error(exc: PerfledgerError) -> NoReturn:
     st.stop()
 
 
-WIDGET_PREFIX = {"overview": "ov_", "speedups": "sp_", "accelerators": "ac_", "scaling": "sc_",
-                 "time-to-train": "tt_", "runs": "ru_", "audit": "au_", "sources": "so_"}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def page_state(slug: str) -> Any:
+def this_page(script: str) -> Page[Any]:
+    """The registry entry of the page script at `script` (a page passes its __file__)."""
+    here = Path(script).resolve()
+    for page in views.registry.PAGES:
+        if (ROOT / page.file).resolve() == here:
+            return page
+    raise LookupError(f"{script} is not a registered page script; add it to perfledger.views.registry.PAGES")
+
+
+def page_state(page: Page[Any]) -> Any:
     """The page's typed state from the URL; ignored values are explained, never raised.
 
     When the URL changed from outside (a link, back/forward), the page's widgets are reset so the URL wins.
     """
     current = st.query_params.to_dict()
-    if st.session_state.get(f"_url:{slug}", current) != current:
-        for k in [k for k in st.session_state if str(k).startswith(WIDGET_PREFIX[slug])]:
+    if st.session_state.get(f"_url:{page.slug}", current) != current:
+        for k in [k for k in st.session_state if str(k).startswith(page.widget_prefix)]:
             del st.session_state[k]
-    state = views.state_from_query(slug, current)
+    state = urlstate.from_query(page.state, current)
     for problem in state.problems:
         st.info(problem, icon=":material/link_off:")
     return state
@@ -60,11 +71,15 @@ def page_state(slug: str) -> Any:
 
 def keep_in_url(state: Any) -> None:
     """Write the state to the URL (defaults left out), so a copied link reopens this view."""
-    query = urlstate.to_query(state)
+    query = links.to(state).query
     if query != st.query_params.to_dict():
         st.query_params.from_dict(query)
-    slug = next(s for s, cls in views.PAGE_STATES.items() if isinstance(state, cls))
-    st.session_state[f"_url:{slug}"] = query
+    st.session_state[f"_url:{views.page_of(state).slug}"] = query
+
+
+def page_link(where: Any, label: str, link: links.Link, icon: str) -> None:
+    """A link (in `where`: st, a column) to a page's view; `link` from perfledger.views.links."""
+    where.page_link(link.page.file, label=label, icon=icon, query_params=link.query)
 
 
 def stop_if_empty(db: Engine) -> None:
@@ -81,16 +96,17 @@ def stop_if_empty(db: Engine) -> None:
         st.stop()
 
 
-def compute(slug: str, state: Any, db: Engine) -> pl.DataFrame:
+def compute(page: Page[Any], state: Any, db: Engine) -> pl.DataFrame:
+    """The page's table for `state`: the one query of this render (the download reuses it)."""
     try:
-        return views.table(slug, state, db)
+        return page.table(state, db)
     except PerfledgerError as exc:
         render_error(exc)
 
 
-def show_formula(funcs: Sequence[Callable[..., Any]], inputs: pl.DataFrame | None = None, note: str = "") -> None:
+def show_formula(page: Page[Any], inputs: pl.DataFrame | None = None, note: str = "") -> None:
     with st.expander("How is this computed?", icon=":material/function:"):
-        for func in funcs:
+        for func in page.formulas:
             st.markdown(f"**`perfledger.calc.{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}`**")
             st.code(views.formula_of(func), language=None)
         if note:
@@ -100,21 +116,14 @@ def show_formula(funcs: Sequence[Callable[..., Any]], inputs: pl.DataFrame | Non
             st.dataframe(inputs, hide_index=True, width="stretch")
 
 
-def download(slug: str, state: Any, db: Engine) -> None:
-    """Download CSV: exactly the bytes of `python -m perfledger export SLUG "QUERY"`."""
+def download(state: Any, table: pl.DataFrame) -> None:
+    """Download CSV: the table on screen, rendered as `python -m perfledger export SLUG "QUERY"` renders it."""
+    link = links.to(state)
     query = urlstate.query_string(state)
-    try:
-        data = views.export(slug, query, db, "csv")
-    except PerfledgerError as exc:
-        render_error(exc)
     st.download_button(
-        "Download CSV", data, file_name=f"perfledger-{slug}.csv", mime="text/csv", icon=":material/download:",
-        help=f'Same bytes as: python -m perfledger export {slug} "{query}"',
+        "Download CSV", views.render(table, "csv"), file_name=f"perfledger-{link.page.slug}.csv", mime="text/csv",
+        icon=":material/download:", help=f'Same bytes as: python -m perfledger export {link.page.slug} "{query}"',
     )
-
-
-def source_link(source_id: str) -> str:
-    return f"/sources?src={source_id}"
 
 
 def header(title: str, state: Any) -> None:
@@ -133,6 +142,9 @@ LABELS = {
 }
 
 
+_SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
+
+
 def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None) -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
     stored column names shown under readable labels."""
@@ -141,8 +153,9 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
                for name, fmt in (formats or {}).items() if name in frame.columns}
     for name in ("source", "source_id"):
         if name in frame.columns:
-            frame = frame.with_columns(("/sources?src=" + pl.col(name)).alias(name))
-            config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=r"/sources\?src=(.*)")
+            hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}
+            frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
+            config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=_SOURCE_TEXT)
     if "url" in frame.columns:
         config["url"] = st.column_config.LinkColumn("url")
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)

@@ -11,11 +11,11 @@ from perfledger.errors import PerfledgerError
 from screens import _ui
 from screens._upload import token_unlocks_writing, upload_panel
 
-SLUG = "runs"
-FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
-           "step_time_s_median": "%.3f"}
+PAGE = _ui.this_page(__file__)
+FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent",
+           "jitter_cv": "%.3f", "step_time_s_median": "%.3f"}
 db = _ui.engine()
-state = _ui.page_state(SLUG)
+state = _ui.page_state(PAGE)
 cfg = _ui.settings()
 st.title("Runs")
 
@@ -25,10 +25,10 @@ def delete_panel(run_id: int) -> None:
     if cfg.read_only:
         return
     with st.expander("Delete this run", icon=":material/delete:", expanded=False):
-        if not token_unlocks_writing("ru_del_tok"):
+        if not token_unlocks_writing(PAGE.key("del_tok")):
             return
-        sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key="ru_del_ok")
-        if st.button("Delete", type="primary", disabled=not sure, key="ru_del"):
+        sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key=PAGE.key("del_ok"))
+        if st.button("Delete", type="primary", disabled=not sure, key=PAGE.key("del")):
             try:
                 store.delete_run(db, run_id)
             except PerfledgerError as exc:
@@ -39,7 +39,7 @@ def delete_panel(run_id: int) -> None:
 
 upload_panel()
 _ui.stop_if_empty(db)
-runs = views.table(SLUG, replace(state, run=0, vs=0), db)
+runs = _ui.compute(PAGE, replace(state, run=0, vs=0), db)
 if runs.height == 0:
     st.info("No runs ingested yet: upload a log above, or run `python -m ingest FILE` on the cluster.")
     st.stop()
@@ -49,29 +49,30 @@ if not state.run:
     _ui.show_table(runs, FORMATS, key="runs_table")
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
-        st.page_link("screens/runs.py", label=f"Run {rid} · {name} ({fmt})", icon=":material/open_in_new:",
-                     query_params={"run": str(rid)})
-    _ui.download(SLUG, state, db)
+        _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
+    _ui.download(state, runs)
     st.stop()
 
 ids = runs["id"].to_list()
 names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
 c1, c2, c3, c4 = st.columns(4)
 state = replace(state,
-                run=int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key="ru_run",
-                                     format_func=names.__getitem__)),
-                vs=int(c2.selectbox("Compare with", [0, *ids], index=([0, *ids].index(state.vs) if state.vs in ids else 0), key="ru_vs",
-                                    format_func=lambda i: "—" if i == 0 else names[i])),
-                warmup_fraction=float(c3.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01, key="ru_wf")))
-first, last = c4.number_input("Window first step (-1 = rule)", -1, value=state.first, key="ru_w0"), state.last
-state = replace(state, first=int(first))
+                run=int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0,
+                                     key=PAGE.key("run"), format_func=names.__getitem__)),
+                vs=int(c2.selectbox("Compare with", [0, *ids], index=([0, *ids].index(state.vs) if state.vs in ids else 0),
+                                    key=PAGE.key("vs"), format_func=lambda i: "—" if i == 0 else names[i])),
+                warmup_fraction=float(c3.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01,
+                                                key=PAGE.key("wf"))))
+state = replace(state, first=int(c4.number_input("Window first step (-1 = rule)", -1, value=state.first,
+                                                 key=PAGE.key("w0"))))
 _ui.keep_in_url(state)
 st.subheader(state.describe())
 
-steps = _ui.compute(SLUG, state, db)
-summary = views.run_summary(state, db, state.run)
+steps = _ui.compute(PAGE, state, db)
+summary = views.run_summary(state, steps)
 m = st.columns(4)
-m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls", delta_color="off", delta_arrow="off")
+m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",
+            delta_color="off", delta_arrow="off")
 m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
 m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
 m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
@@ -88,6 +89,6 @@ else:
 if state.vs:
     st.markdown(f"**Config diff: run {state.run} vs run {state.vs}**")
     _ui.show_table(views.config_diff(db, state.run, state.vs), key="runs_diff")
-_ui.download(SLUG, state, db)
-_ui.show_formula(views.FORMULAS_BY_PAGE[SLUG])
+_ui.download(state, steps)
+_ui.show_formula(PAGE)
 delete_panel(state.run)

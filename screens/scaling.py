@@ -9,24 +9,26 @@ import streamlit as st
 from perfledger import charts, store, views
 from screens import _ui
 
-SLUG = "scaling"
+PAGE = _ui.this_page(__file__)
 FORMATS = {"value": "%,.3g", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
            "scaling efficiency": "percent"}
+SECTION_LABELS = {"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}
 db = _ui.engine()
-state = _ui.page_state(SLUG)
+state = _ui.page_state(PAGE)
 st.title("Scaling and sensitivity")
 _ui.stop_if_empty(db)
 
-section = st.segmented_control("Section", ("scaling", "sensitivity"), default=state.section, key="sc_s",
-                               format_func={"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}.get)
+section = st.segmented_control("Section", views.scaling.SECTIONS, default=state.section, key=PAGE.key("s"),
+                               format_func=SECTION_LABELS.__getitem__)
 c1, c2 = st.columns(2)
 state = replace(state, section=section or state.section,
-                models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key="sc_m"),
-                accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators, key="sc_a"))
+                models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m")),
+                accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators,
+                                             key=PAGE.key("a")))
 _ui.keep_in_url(state)
 st.subheader(state.describe())
 
-table = _ui.compute(SLUG, state, db)
+table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored rows for this selection; clear a filter.")
     st.stop()
@@ -40,6 +42,7 @@ if stored.height:
     chart = charts.efficiency_bars(stored) if state.section == "scaling" else charts.ratio_bars(stored)
     st.altair_chart(chart, width="stretch")
 _ui.show_table(table, FORMATS, key="scaling_table")
-_ui.download(SLUG, state, db)
-_ui.show_formula(views.FORMULAS_BY_PAGE[SLUG], views.input_rows(table, db),
-                 note="Computed efficiencies use each series' smallest device count as the base; stored ones are as published.")
+_ui.download(state, table)
+_ui.show_formula(PAGE, views.input_rows(table, db),
+                 note="Computed efficiencies use each series' smallest device count as the base; "
+                      "stored ones are as published.")

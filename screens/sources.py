@@ -9,20 +9,22 @@ import streamlit as st
 from perfledger import store, views
 from screens import _ui
 
-SLUG = "sources"
+PAGE = _ui.this_page(__file__)
 db = _ui.engine()
-state = _ui.page_state(SLUG)
+state = _ui.page_state(PAGE)
 st.title("Sources")
 _ui.stop_if_empty(db)
 
 all_sources = store.sources(db)
+ids = all_sources["id"].to_list()
 c1, c2 = st.columns([3, 2])
-picked = c1.selectbox("Source", ["", *all_sources["id"].to_list()], index=([""] + all_sources["id"].to_list()).index(state.source)
-                      if state.source in all_sources["id"].to_list() else 0, key="so_src", format_func=lambda s: s or "every source")
-state = replace(state, source=picked or ("" if state.source in all_sources["id"].to_list() else state.source),
-                kinds=tuple(c2.multiselect("Kind", sorted(set(all_sources["kind"].to_list())), default=list(state.kinds), key="so_k")))
+picked = c1.selectbox("Source", ["", *ids], index=["", *ids].index(state.source) if state.source in ids else 0,
+                      key=PAGE.key("src"), format_func=lambda s: s or "every source")
+state = replace(state, source=picked or ("" if state.source in ids else state.source),
+                kinds=tuple(c2.multiselect("Kind", sorted(set(all_sources["kind"].to_list())), default=list(state.kinds),
+                                           key=PAGE.key("k"))))
 _ui.keep_in_url(state)
-if state.source and state.source not in all_sources["id"].to_list():
+if state.source and state.source not in ids:
     st.warning(f"There is no source {state.source!r}; showing every source.")
     state = replace(state, source="")
 st.subheader(state.describe())
@@ -31,6 +33,6 @@ if state.source:
     src = views.source_row(all_sources, state.source)
     st.markdown(f"**{src['title']}** — {src['publisher'] or ''}, {src['date'] or 'undated'}  \n{src['url'] or ''}")
     st.caption(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows")
-table = _ui.compute(SLUG, state, db)
+table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, {"value": "%,.4g"}, key="sources_table")
-_ui.download(SLUG, state, db)
+_ui.download(state, table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from screens import PAGES
+from perfledger.views.registry import PAGES
 from tests.browser.conftest import Server, assert_no_exception, open_app, screenshot, settle
 
 pytestmark = pytest.mark.browser

@@ -51,7 +51,7 @@ APP = str(ROOT / "app.py")
 
 def _open_page(slug: str, query: str | dict[str, str] = "") -> AppTest:
     """Run app.py, switch to the page registered under `slug`, set the URL query, run again."""
-    from screens import PAGES
+    from perfledger.views.registry import PAGES
 
     at = AppTest.from_file(APP, default_timeout=30).run()  # st.navigation registers the url_path slugs
     at.switch_page(next(p.file for p in PAGES if p.slug == slug))

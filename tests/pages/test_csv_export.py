@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from streamlit.testing.v1 import AppTest
 from sqlalchemy import Engine
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
 
 from ingest import pipeline
 from perfledger import views
-from screens import PAGES
+from perfledger.views.registry import PAGES
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

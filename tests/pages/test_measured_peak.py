@@ -14,7 +14,7 @@ from perfledger.records import ResultRecord
 
 def _mfu_rows(engine: Engine) -> list[dict[str, object]]:
     state = replace(views.AcceleratorView(), metric="model_tflops_per_device", norm="mfu")
-    return views.accelerator_table(state, engine).filter(pl.col("accelerator") == "h100-sxm").to_dicts()
+    return views.accelerators.table(state, engine).filter(pl.col("accelerator") == "h100-sxm").to_dicts()
 
 
 def test_mfu_rows_show_the_measured_matmul_peak_beside_the_datasheet_peak(seeded_engine: Engine) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from screens import PAGES
+from perfledger.views.registry import PAGES
+
 
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 def test_page_renders_on_empty_store_with_next_step(slug: str, empty_url: str, open_page: Callable[..., AppTest]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
+
 @pytest.fixture()
 def speedups_table(seeded_url: str, open_page: Callable[..., AppTest]) -> list[dict[str, object]]:
     at = open_page("speedups")

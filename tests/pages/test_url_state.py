@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from perfledger import urlstate, views
+from perfledger.views import registry
 
 _TEXT = hs.text(alphabet=hs.characters(blacklist_categories=("Cs", "Cc")), max_size=12)
 _ITEM = hs.text(alphabet=hs.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters=","), min_size=1, max_size=10)
@@ -37,9 +38,9 @@ def states(cls: type) -> hs.SearchStrategy[Any]:
     return hs.builds(cls, **kwargs)
 
 
-@pytest.mark.parametrize("slug", views.SLUGS)
+@pytest.mark.parametrize("slug", registry.slugs())
 def test_view_state_survives_the_url(slug: str) -> None:
-    cls = views.PAGE_STATES[slug]
+    cls = registry.page(slug).state
 
     @settings(max_examples=60, deadline=None)
     @given(states(cls))
@@ -52,9 +53,9 @@ def test_view_state_survives_the_url(slug: str) -> None:
     round_trip()
 
 
-@pytest.mark.parametrize("slug", views.SLUGS)
+@pytest.mark.parametrize("slug", registry.slugs())
 def test_default_state_has_an_empty_query(slug: str) -> None:
-    assert urlstate.to_query(views.PAGE_STATES[slug]()) == {}
+    assert urlstate.to_query(registry.page(slug).state()) == {}
 
 
 def test_malformed_values_become_defaults_with_a_sentence() -> None:

@@ -1,0 +1,111 @@
+"""One typed view state per dashboard page, and the table each page shows; pure (no Streamlit).
+
+Every state round-trips through the URL (perfledger.urlstate: short keys, defaults left out) and says what it
+shows (`describe()`). Each page's module here holds its state, its `table(state, engine)` (perfledger.calc
+functions composed over store frames) and its formulas; `registry.PAGES` is the one list of pages and `links.to`
+the one link builder. `render(table(...))` gives the bytes of both the page's Download button and
+`python -m perfledger export PAGE "QUERY"` (`export`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from perfledger import store
+from perfledger.calc import formula_of
+from perfledger.calc.normalise import NORMALIZATIONS
+from perfledger.views import (
+    accelerators,
+    audit,
+    links,
+    overview,
+    registry,
+    runs,
+    scaling,
+    sources,
+    speedups,
+    time_to_train,
+)
+from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
+from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts
+from perfledger.views.audit import table as audit_table
+from perfledger.views.links import HEADLINES, link
+from perfledger.views.output import export, input_rows, render, rows_as_inputs
+from perfledger.views.overview import OverviewView
+from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
+from perfledger.views.runs import RunsView, config_diff, nearest_claims, run_steps, run_summary
+from perfledger.views.scaling import ScalingView, rows_of_kind
+from perfledger.views.sources import SourcesView, source_row
+from perfledger.views.speedups import PRESET_LABELS, SPEEDUP_PRESETS, SpeedupView, caveat_list
+from perfledger.views.time_to_train import TimeToTrainView, chosen_row, measured_row
+
+# Read from the registry once, for callers that want them as constants (benchmarks, scripts).
+SLUGS = registry.slugs()
+PAGE_STATES = {p.slug: p.state for p in PAGES}
+FORMULAS_BY_PAGE = {p.slug: p.formulas for p in PAGES}
+
+
+def is_empty(engine: Engine) -> bool:
+    """True when the store has no tables or no result rows and no runs: the pages say to run init."""
+    return not store.has_data(engine)
+
+
+__all__ = [
+    "FORMULAS_BY_PAGE",
+    "FORMULA_NAMES",
+    "HEADLINES",
+    "METRIC_LABELS",
+    "NORMALIZATIONS",
+    "NORM_LABELS",
+    "PAGES",
+    "PAGE_STATES",
+    "PRESET_LABELS",
+    "SLUGS",
+    "SPEEDUP_PRESETS",
+    "TFLOPS_METRIC",
+    "TOKEN_METRIC",
+    "VERDICTS",
+    "AcceleratorView",
+    "AuditView",
+    "OverviewView",
+    "Page",
+    "RunsView",
+    "ScalingView",
+    "SourcesView",
+    "SpeedupView",
+    "TimeToTrainView",
+    "accelerators",
+    "audit",
+    "audit_rule",
+    "audit_table",
+    "caveat_list",
+    "chosen_row",
+    "config_diff",
+    "export",
+    "formula_of",
+    "input_rows",
+    "is_empty",
+    "link",
+    "links",
+    "measured_row",
+    "nearest_claims",
+    "overview",
+    "page",
+    "page_of",
+    "registry",
+    "render",
+    "rows_as_inputs",
+    "rows_of_kind",
+    "run_steps",
+    "run_summary",
+    "runs",
+    "scaling",
+    "source_row",
+    "sources",
+    "speedups",
+    "state_from_query",
+    "table",
+    "time_to_train",
+    "verdict_counts",
+]

@@ -1,0 +1,42 @@
+"""What several page modules share: metric names and labels, the FLOPs formula choice, small frame helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from perfledger.calc import flops
+
+FORMULA_NAMES = tuple(flops.FORMULAS)
+TOKEN_METRIC = "tokens_per_s_per_device"
+TFLOPS_METRIC = "model_tflops_per_device"
+
+METRIC_LABELS = {
+    TOKEN_METRIC: "tokens/s/device",
+    "tokens_per_s": "tokens/s (all devices)",
+    TFLOPS_METRIC: "model TFLOP/s/device",
+    "mfu": "MFU",
+}
+
+
+def si(x: float) -> str:
+    """A count with an SI suffix: 300e9 -> "300B"."""
+    for div, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:g}{suffix}"
+    return f"{x:g}"
+
+
+def rows_by_id(frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    return {str(r["id"]): r for r in frame.to_dicts()}
+
+
+def contains(column: str, value: str) -> pl.Expr:
+    """Case-insensitive substring match; a null cell matches nothing."""
+    return pl.col(column).str.to_lowercase().str.contains(value.lower(), literal=True).fill_null(False)
+
+
+def frame_of(records: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Records as a frame of `schema` (an empty frame of that schema when there are none)."""
+    return pl.DataFrame(records, schema=schema, strict=False) if records else pl.DataFrame(schema=schema)

@@ -1,0 +1,58 @@
+"""Audit: every TFLOPS claim recomputed from its tokens/s and the model's FLOPs per token, with a verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import store
+from perfledger import urlstate as u
+from perfledger.calc import audit, flops, metrics
+from perfledger.views._shared import FORMULA_NAMES
+
+VERDICTS = audit.VERDICTS
+
+
+@dataclass(frozen=True)
+class AuditView:
+    verdicts: tuple[str, ...] = u.key("v", (), choices=VERDICTS)
+    sources: tuple[str, ...] = u.key("src", ())
+    models: tuple[str, ...] = u.key("m", ())
+    formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
+    tolerance: float = u.key("tol", audit.DEFAULT_TOLERANCE, low=0.0, high=1.0)
+    problems: tuple[str, ...] = u.problems_field()
+
+    def describe(self) -> str:
+        scope = ", ".join([*self.verdicts, *self.sources, *self.models]) or "every claim"
+        return f"Claims checked against recomputation ({scope}; tolerance {self.tolerance:.0%})"
+
+    def rule(self) -> audit.AuditRule:
+        return audit.AuditRule(tolerance=self.tolerance, formula=self.formula)
+
+
+def audit_rule(state: AuditView) -> audit.AuditRule:
+    return state.rule()
+
+
+def table(state: AuditView, engine: Engine) -> pl.DataFrame:
+    """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
+    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC], columns=audit.INPUT_COLUMNS)
+    frame = audit.audit_claims(rows, *store.catalog(engine), state.rule())
+    if state.models:
+        frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
+    if state.sources:
+        frame = frame.filter(pl.col("source_id").is_in(list(state.sources)))
+    if state.verdicts:
+        frame = frame.filter(pl.col("verdict").is_in(list(state.verdicts)))
+    return frame.sort(["verdict", "source_id", "model_id", "n_devices"], nulls_last=True, maintain_order=True)
+
+
+def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
+    return {str(k): int(v) for k, v in table_frame.group_by("verdict").len().iter_rows()}
+
+
+FORMULAS: tuple[Callable[..., Any], ...] = (audit.relative_difference, metrics.model_tflops, metrics.mfu)

@@ -1,0 +1,39 @@
+"""Overview: result rows in the ledger, counted by one column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import store
+from perfledger import urlstate as u
+
+GROUPINGS = ("kind", "accelerator", "model", "metric", "framework")
+_COLUMNS = {"kind": "source_kind", "accelerator": "accelerator_id", "model": "model_id", "metric": "metric",
+            "framework": "framework"}
+
+
+@dataclass(frozen=True)
+class OverviewView:
+    by: str = u.key("by", "kind", choices=GROUPINGS)
+    problems: tuple[str, ...] = u.problems_field()
+
+    def describe(self) -> str:
+        return f"Result rows in the ledger, by {self.by}"
+
+
+def table(state: OverviewView, engine: Engine) -> pl.DataFrame:
+    column = _COLUMNS[state.by]
+    counts = store.result_counts(engine, column)
+    return (
+        counts.select(pl.col(column).fill_null("(not stated)").alias(state.by),
+                      pl.col("result rows").cast(pl.UInt32), pl.col("sources").cast(pl.UInt32))
+        .sort(["result rows", state.by], descending=[True, False])
+    )
+
+
+FORMULAS: tuple[Callable[..., Any], ...] = ()

@@ -1,0 +1,100 @@
+"""The page registry: the one list of dashboard pages. Every other list (the app's navigation, the CLI's export
+choices, the widget prefixes, the tests' parametrisation) is read from `PAGES` when it is needed.
+
+Adding a page is one entry here plus its module in perfledger/views/ (state, table, formulas) and its script in
+screens/. Lookups read `PAGES` at call time, so a registry extended in a test is seen everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import urlstate
+from perfledger.errors import InvalidQuery
+from perfledger.views import accelerators, audit, overview, runs, scaling, sources, speedups, time_to_train
+
+
+class ViewState(Protocol):
+    """What every page state is: a frozen dataclass of URL fields (perfledger.urlstate) that says what it shows."""
+
+    @property
+    def problems(self) -> tuple[str, ...]: ...
+
+    def describe(self) -> str: ...
+
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Page(Generic[S]):
+    """One dashboard page: where it lives, how it is named, its URL state and the table it shows."""
+
+    slug: str  # URL path and CLI export name
+    title: str
+    icon: str
+    file: str  # the page script, relative to the repository root (st.Page, AppTest.switch_page)
+    state: type[S]
+    table: Callable[[S, Engine], pl.DataFrame]
+    formulas: tuple[Callable[..., Any], ...]
+    widget_prefix: str  # every widget key of the page starts with it (reset when the URL changes from outside)
+
+    def key(self, name: str) -> str:
+        """The session-state key of the page's widget `name`."""
+        return self.widget_prefix + name
+
+
+PAGES: tuple[Page[Any], ...] = (
+    Page("overview", "Overview", ":material/dashboard:", "screens/overview.py",
+         overview.OverviewView, overview.table, overview.FORMULAS, "ov_"),
+    Page("speedups", "Speedups", ":material/speed:", "screens/speedups.py",
+         speedups.SpeedupView, speedups.table, speedups.FORMULAS, "sp_"),
+    Page("accelerators", "Accelerators", ":material/memory:", "screens/accelerators.py",
+         accelerators.AcceleratorView, accelerators.table, accelerators.FORMULAS, "ac_"),
+    Page("scaling", "Scaling", ":material/trending_up:", "screens/scaling.py",
+         scaling.ScalingView, scaling.table, scaling.FORMULAS, "sc_"),
+    Page("time-to-train", "Time to train", ":material/schedule:", "screens/time_to_train.py",
+         time_to_train.TimeToTrainView, time_to_train.table, time_to_train.FORMULAS, "tt_"),
+    Page("runs", "Runs", ":material/monitor_heart:", "screens/runs.py",
+         runs.RunsView, runs.table, runs.FORMULAS, "ru_"),
+    Page("audit", "Audit", ":material/fact_check:", "screens/audit.py",
+         audit.AuditView, audit.table, audit.FORMULAS, "au_"),
+    Page("sources", "Sources", ":material/menu_book:", "screens/sources.py",
+         sources.SourcesView, sources.table, sources.FORMULAS, "so_"),
+)
+DEFAULT_SLUG = "overview"
+
+
+def slugs() -> tuple[str, ...]:
+    return tuple(p.slug for p in PAGES)
+
+
+def page(slug: str) -> Page[Any]:
+    """The registered page `slug`; InvalidQuery naming the pages when there is none."""
+    for p in PAGES:
+        if p.slug == slug:
+            return p
+    raise InvalidQuery(f"unknown page {slug!r}; pages: {', '.join(slugs())}")
+
+
+def page_of(state: Any) -> Page[Any]:
+    """The page whose state type `state` is."""
+    for p in PAGES:
+        if type(state) is p.state:
+            return p
+    raise InvalidQuery(f"{type(state).__name__} is the state of no registered page")
+
+
+def state_from_query(slug: str, query: urlstate.QueryLike) -> Any:
+    """The page's typed state from a URL query (st.query_params, parse_qsl pairs or a dict)."""
+    return urlstate.from_query(page(slug).state, query)
+
+
+def table(slug: str, state: Any, engine: Engine) -> pl.DataFrame:
+    """The table the page `slug` shows for `state`."""
+    return page(slug).table(state, engine)

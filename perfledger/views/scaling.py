@@ -1,0 +1,103 @@
+"""Scaling: throughput vs devices with the ideal line and efficiency; sensitivity studies as stored ratios."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import store
+from perfledger import urlstate as u
+from perfledger.calc import metrics
+from perfledger.calc.pairing import scaling_series
+from perfledger.views._shared import TOKEN_METRIC, frame_of
+
+SECTIONS = ("scaling", "sensitivity")
+
+
+@dataclass(frozen=True)
+class ScalingView:
+    section: str = u.key("s", "scaling", choices=SECTIONS)
+    models: tuple[str, ...] = u.key("m", ())
+    accelerators: tuple[str, ...] = u.key("a", ())
+    problems: tuple[str, ...] = u.problems_field()
+
+    def describe(self) -> str:
+        what = ("Throughput vs devices and scaling efficiency" if self.section == "scaling"
+                else "Sensitivity studies (stored ratios)")
+        scope = [*self.models, *self.accelerators]
+        return f"{what}{' for ' + ', '.join(scope) if scope else ''}"
+
+
+SCALING_SCHEMA: dict[str, pl.DataType] = {
+    "series": pl.String(), "model": pl.String(), "accelerator": pl.String(), "devices": pl.Int64(),
+    "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
+    "throughput (tokens/s, all devices)": pl.Float64(), "ideal linear (tokens/s)": pl.Float64(),
+    "scaling efficiency": pl.Float64(), "kind": pl.String(), "baseline": pl.String(), "note": pl.String(),
+    "source": pl.String(), "result id": pl.Int64(),
+}
+SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughput", "scaling_efficiency")
+
+_SERIES_COLUMNS = ("source_id", "model_id", "accelerator_id", "framework_version", "precision", "seq_len",
+                   "global_batch", "metric")
+_RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
+_SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
+
+
+def _series_key(r: Mapping[str, Any]) -> str:
+    parts = (r[c] for c in _SERIES_COLUMNS)
+    return " · ".join(str(p) for p in parts if p not in (None, ""))
+
+
+def _record(series: str, r: Mapping[str, Any], thr: float | None, ideal: float | None, eff: float | None,
+            kind: str, baseline: str, note: str) -> dict[str, Any]:
+    return {"series": series, "model": r["model_id"], "accelerator": r["accelerator_id"], "devices": r["n_devices"],
+            "metric": r["metric"], "value": r["value"], "unit": r["unit"], "throughput (tokens/s, all devices)": thr,
+            "ideal linear (tokens/s)": ideal, "scaling efficiency": eff, "kind": kind, "baseline": baseline,
+            "note": note, "source": r["source_id"], "result id": r["id"]}
+
+
+def _computed(rows: pl.DataFrame) -> list[dict[str, Any]]:
+    throughput = rows.filter(pl.col("metric").is_in([TOKEN_METRIC, "tokens_per_s"]), pl.col("n_devices").is_not_null())
+    members = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS).to_dicts()  # to_dicts costs per column
+    return [_record(p.series, p.row, p.throughput, p.ideal, p.efficiency, "computed from stored throughputs",
+                    f"{p.base_devices} devices in this series", p.why)
+            for p in scaling_series(members, _series_key, TOKEN_METRIC)]
+
+
+def _is_scaling(r: Mapping[str, Any]) -> bool:
+    baseline = r["baseline"] or ""
+    return r["metric"] == "scaling_efficiency" or "node" in baseline or " 1 CS-2" in f" {baseline}"
+
+
+def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
+    rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"])).select(
+        *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
+    out = []
+    for r in rel.to_dicts():
+        if (_is_scaling(r) == sensitivity or r["workload"] == "rlhf" or r["strategy"] == "fsdp"
+                or r["accelerator_id"] == "h200"):
+            continue
+        eff = r["value"] if r["metric"] == "scaling_efficiency" else None
+        out.append(_record(f"{r['source_id']} · {r['model_id']} · {r['accelerator_id']}", r, None, None, eff,
+                           "stored (published)", r["baseline"] or "not stated in the source", (r["note"] or "")[:200]))
+    return out
+
+
+def table(state: ScalingView, engine: Engine) -> pl.DataFrame:
+    rows = store.results(engine, metric=list(SCALING_METRICS), model_ids=list(state.models) or None,
+                         accelerator_ids=list(state.accelerators) or None, columns=_SCALING_INPUTS)
+    sensitivity = state.section == "sensitivity"
+    records = ([] if sensitivity else _computed(rows)) + _stored(rows, sensitivity)
+    return frame_of(records, SCALING_SCHEMA).sort(["kind", "series", "devices"], nulls_last=True)
+
+
+def rows_of_kind(table_frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """Rows whose `kind` starts with `prefix` ("computed" or "stored")."""
+    return table_frame.filter(pl.col("kind").str.starts_with(prefix))
+
+
+FORMULAS: tuple[Callable[..., Any], ...] = (metrics.scaling_efficiency,)

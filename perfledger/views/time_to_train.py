@@ -1,0 +1,99 @@
+"""Time to train: N tokens on D devices, from a chosen measured row or from a fraction of the dense peak."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlalchemy import Engine
+
+from perfledger import store
+from perfledger import urlstate as u
+from perfledger.calc import flops, metrics
+from perfledger.errors import InvalidQuery
+from perfledger.views._shared import FORMULA_NAMES, TOKEN_METRIC, rows_by_id, si
+
+MODES = ("peak", "measured")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+
+
+@dataclass(frozen=True)
+class TimeToTrainView:
+    model: str = u.key("m", "gpt3-175b")
+    tokens: float = u.key("tok", 300e9, low=1.0)
+    accelerator: str = u.key("a", "a800-80gb")
+    devices: int = u.key("n", 1024, low=1, high=1_000_000)
+    mode: str = u.key("mode", "peak", choices=MODES)
+    efficiency: float = u.key("e", 0.5, low=0.001, high=1.0)
+    precision: str = u.key("p", "fp16", choices=PRECISIONS)
+    row: int = u.key("r", 0, low=0)
+    usd_per_hour: float = u.key("usd", 0.0, low=0.0, high=1000.0)
+    formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
+    problems: tuple[str, ...] = u.problems_field()
+
+    def describe(self) -> str:
+        how = (f"{self.efficiency:.0%} of dense {self.precision} peak" if self.mode == "peak"
+               else "a measured tokens/s/device")
+        return f"{self.model}: {si(self.tokens)} tokens on {self.devices} × {self.accelerator} at {how}"
+
+
+TTT_SCHEMA: dict[str, pl.DataType] = {
+    "devices": pl.Int64(), "time (s)": pl.Float64(), "time (h)": pl.Float64(), "time (days)": pl.Float64(),
+    "cost (USD)": pl.Float64(), "tokens/s/device": pl.Float64(), "basis": pl.String(), "chosen": pl.Boolean(),
+}
+
+
+def measured_row(state: TimeToTrainView, engine: Engine) -> dict[str, Any] | None:
+    """The measured tokens/s/device row the projection uses: `r` when given, else the first for model+accelerator."""
+    rows = store.results(engine, metric=TOKEN_METRIC)
+    chosen = rows.filter(pl.col("id") == state.row) if state.row else rows.filter(
+        pl.col("model_id") == state.model, pl.col("accelerator_id") == state.accelerator)
+    return chosen.row(0, named=True) if chosen.height else None
+
+
+def _throughput_per_device(state: TimeToTrainView, engine: Engine) -> tuple[float, str]:
+    """(tokens/s/device, basis sentence) for the view's mode."""
+    if state.mode == "measured":
+        row = measured_row(state, engine)
+        if row is None:
+            raise InvalidQuery(f"no tokens/s/device row is stored for {state.model} on {state.accelerator}; "
+                               "choose another pair or use mode=peak")
+        return float(row["value"]), f"measured {row['value']:g} tokens/s/device (result {row['id']}, {row['source_id']})"
+    model_rows, acc_rows = store.catalog(engine)
+    model, acc = rows_by_id(model_rows).get(state.model), rows_by_id(acc_rows).get(state.accelerator)
+    if model is None or acc is None:
+        missing = state.model if model is None else state.accelerator
+        raise InvalidQuery(f"{missing!r} is not in the catalog; pick a model and accelerator from the lists")
+    fpt = flops.flops_per_token(flops.ModelShape.from_row(model), int(model.get("seq_len") or 2048), state.formula)
+    peak = metrics.peak_tflops(acc, state.precision)
+    seconds = metrics.time_to_train_from_peak_s(1.0, fpt, 1, peak.tflops, state.efficiency)
+    return 1.0 / seconds, f"{state.efficiency:.0%} of {peak.describe()}; {fpt / 1e9:.1f} GFLOP/token ({state.formula})"
+
+
+def device_counts(devices: int) -> list[int]:
+    """The chosen device count and a sweep around it (/4, /2, x2, x4)."""
+    return sorted({max(1, devices // 4), max(1, devices // 2), devices, devices * 2, devices * 4})
+
+
+def table(state: TimeToTrainView, engine: Engine) -> pl.DataFrame:
+    """Time (and cost) to train `tokens` at the chosen device count and a sweep around it."""
+    tps, basis = _throughput_per_device(state, engine)
+    out = []
+    for n in device_counts(state.devices):
+        seconds = metrics.time_to_train_s(state.tokens, n, tps)
+        cost = metrics.cost_to_train_usd(seconds, n, state.usd_per_hour) if state.usd_per_hour > 0 else None
+        out.append({"devices": n, "time (s)": seconds, "time (h)": seconds / metrics.SECONDS_PER_HOUR,
+                    "time (days)": seconds / metrics.SECONDS_PER_DAY, "cost (USD)": cost, "tokens/s/device": tps,
+                    "basis": basis, "chosen": n == state.devices})
+    return pl.DataFrame(out, schema=TTT_SCHEMA, strict=False)
+
+
+def chosen_row(ttt_frame: pl.DataFrame) -> dict[str, Any]:
+    """The time-to-train row for the device count the view chose."""
+    return ttt_frame.filter(pl.col("chosen")).row(0, named=True)
+
+
+FORMULAS: tuple[Callable[..., Any], ...] = (
+    metrics.time_to_train_from_peak_s, metrics.time_to_train_s, metrics.cost_to_train_usd)
