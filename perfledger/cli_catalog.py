@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfledger import catalog_store, store
+from perfledger import store
 
 
 def register(sub: Any) -> None:
@@ -43,7 +43,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from perfledger.catalog.validate import read_catalog_file
 
     engine = store.engine_from_url(args.db)
-    current = catalog_store.catalog_record(engine)
+    current = store.catalog_record(engine)
     source_ids = frozenset(store.sources(engine)["id"].to_list())
     checked = read_catalog_file(args.file, current, source_ids)
     for v in checked.verdicts:
@@ -58,7 +58,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         print(f"{args.file}: {accepted} {checked.kind} rows valid, {verdict}; nothing stored"
               + (" (dry run)" if args.dry_run else ": fix the refused rows and run again"), file=sys.stderr)
         return 1 if refused else 0
-    done = catalog_store.save_catalog_rows(engine, checked.kind, [v.row for v in checked.accepted if v.row])
+    done = store.save_catalog_rows(engine, checked.kind, [v.row for v in checked.accepted if v.row])
     print(f"{store.mask_url(str(engine.url))}: {done.added} {checked.kind} rows added, {done.updated} updated; "
           f"{done.relinked} stored result rows linked by the new names")
     return 0
@@ -67,7 +67,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_link(args: argparse.Namespace) -> int:
     engine = store.engine_from_url(args.db)
     kind = args.kind or _kind_of(engine, args.id)
-    n = catalog_store.link_name(engine, kind, args.name, args.id)
+    n = store.link_name(engine, kind, args.name, args.id)
     print(f"linked {n} stored result rows printed {args.name!r} to {kind} {args.id}; "
           f"{args.name!r} is now an alias of {args.id}")
     return 0
@@ -77,7 +77,7 @@ def _kind_of(engine: Any, ident: str) -> str:
     from perfledger.catalog.resolve import nearest_ids
     from perfledger.errors import InvalidInput, UnknownId
 
-    current = catalog_store.catalog_record(engine)
+    current = store.catalog_record(engine)
     kinds = [k for k in ("model", "accelerator") if ident in current.rows(k)]
     if len(kinds) > 1:
         raise InvalidInput(f"{ident} is both a model and an accelerator id; say which with --kind")
@@ -88,7 +88,7 @@ def _kind_of(engine: Any, ident: str) -> str:
 
 
 def cmd_unlinked(args: argparse.Namespace) -> int:
-    frame = catalog_store.unlinked_names(store.engine_from_url(args.db))
+    frame = store.unlinked_names(store.engine_from_url(args.db))
     for r in frame.iter_rows(named=True):
         print(f"{r['kind']:<11} {r['rows']:>5} rows  {r['printed_name']!r}  nearest: {r['nearest']}")
     print(f"{frame.height} unlinked names", file=sys.stderr)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from perfledger import catalog, catalog_store
+from perfledger import catalog, store
 from perfledger.calc import flops as fl
 from perfledger.calc import formula_of
 from perfledger.calc import metrics as m
@@ -82,7 +82,7 @@ def accelerator_row(engine: Engine, name: str) -> dict[str, Any]:
 
 
 def _catalog_row(engine: Engine, kind: str, name: str) -> dict[str, Any]:
-    known = catalog_store.catalog_record(engine)
+    known = store.catalog_record(engine)
     return dict(known.rows(kind)[catalog.resolve_noted(kind, name, known)[0]])
 
 
@@ -137,7 +137,7 @@ def time_to_train(engine: Engine, args: Args) -> Figure:
         args.used.update({"model", "seq_len"})  # accepted for context; throughput already measured
         inputs: dict[str, Any] = {"tokens": tokens, "devices": devices, "tokens_per_s_per_device": tps}
         if args.has("model"):
-            inputs["model"] = catalog.resolve_model(args.raw["model"], catalog_store.catalog_record(engine))
+            inputs["model"] = catalog.resolve_model(args.raw["model"], store.catalog_record(engine))
         seconds = m.time_to_train_s(tokens, devices, tps)
         return Figure("time_to_train", seconds, "s", formula_of(m.time_to_train_s), inputs, _durations(seconds))
     f, inputs = _flops(engine, args)

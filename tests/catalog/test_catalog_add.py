@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from perfledger import catalog, catalog_store, store
+from perfledger import catalog, store
 from perfledger.catalog.validate import read_catalog_file, shape_params
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ResultRecord
@@ -24,17 +24,17 @@ def _file(tmp_path: Path, *lines: str, name: str = "rows.csv") -> Path:
     return path
 
 
-def _check(engine: Engine, path: Path) -> catalog_store.CatalogWrite | None:
-    checked = read_catalog_file(path, catalog_store.catalog_record(engine), frozenset(store.sources(engine)["id"]))
+def _check(engine: Engine, path: Path) -> store.CatalogWrite | None:
+    checked = read_catalog_file(path, store.catalog_record(engine), frozenset(store.sources(engine)["id"]))
     if checked.refused:
         return None
-    return catalog_store.save_catalog_rows(engine, checked.kind, [v.row for v in checked.accepted if v.row])
+    return store.save_catalog_rows(engine, checked.kind, [v.row for v in checked.accepted if v.row])
 
 
 def test_a_new_model_row_is_added_and_resolves_by_its_aliases(writable_engine: Engine, tmp_path: Path) -> None:
     done = _check(writable_engine, _file(tmp_path, MODEL_HEADER, MPT_7B))
     assert done is not None and (done.added, done.updated) == (1, 0)
-    known = catalog_store.catalog_record(writable_engine)
+    known = store.catalog_record(writable_engine)
     assert catalog.resolve_model("mosaicml/mpt-7b", known) == "mpt-7b"
     assert known.models["mpt-7b"]["layers"] == 32
 
@@ -43,7 +43,7 @@ def test_a_row_with_a_stored_id_updates_it_and_keeps_its_aliases(writable_engine
     path = _file(tmp_path, "id,vendor,bf16_tflops,aliases", "h100-sxm,NVIDIA,989.4,H100 SXM5 (our cluster)")
     done = _check(writable_engine, path)
     assert done is not None and (done.added, done.updated) == (0, 1)
-    known = catalog_store.catalog_record(writable_engine)
+    known = store.catalog_record(writable_engine)
     assert known.accelerators["h100-sxm"]["bf16_tflops"] == 989.4
     assert catalog.resolve_accelerator("H100 SXM5 (our cluster)", known) == "h100-sxm"
     assert catalog.resolve_accelerator("NVIDIA H100 80GB HBM3", known) == "h100-sxm"
@@ -59,7 +59,7 @@ def test_a_new_accelerator_row_is_added_with_its_peaks(writable_engine: Engine, 
     done = _check(writable_engine, path)
     assert done is not None and done.added == 1
     assert done.relinked == 1  # the stored row that printed this name links at once
-    assert "NVIDIA GeForce RTX 5070 Ti" not in catalog_store.unlinked_names(writable_engine)["printed_name"]
+    assert "NVIDIA GeForce RTX 5070 Ti" not in store.unlinked_names(writable_engine)["printed_name"]
 
 
 def test_every_bad_row_is_refused_with_its_line_and_reason(seeded_engine: Engine, tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_every_bad_row_is_refused_with_its_line_and_reason(seeded_engine: Engine
                  "mpt-7b,mpt,MPT-7B again,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,,",
                  "mpt-9b,mpt,MPT-9B,9e9,32,4096,32,5,16384,50432,gelu,2048,true,,",
                  "newmodel,,,,,,,,,,,,,,")
-    checked = read_catalog_file(path, catalog_store.catalog_record(seeded_engine),
+    checked = read_catalog_file(path, store.catalog_record(seeded_engine),
                                 frozenset(store.sources(seeded_engine)["id"]))
     assert checked.kind == "model"
     assert [v.line for v in checked.accepted] == [2]
@@ -88,7 +88,7 @@ def test_every_bad_row_is_refused_with_its_line_and_reason(seeded_engine: Engine
 def test_a_params_difference_the_note_explains_is_kept_with_a_remark(seeded_engine: Engine, tmp_path: Path) -> None:
     path = _file(tmp_path, MODEL_HEADER, "mpt-30b,mpt,MPT-30B,40e9,48,7168,64,64,28672,50432,gelu,8192,true,,"
                  "nominal size as published; the shape gives 30B")
-    checked = read_catalog_file(path, catalog_store.catalog_record(seeded_engine), frozenset())
+    checked = read_catalog_file(path, store.catalog_record(seeded_engine), frozenset())
     (verdict,) = checked.verdicts
     assert verdict.action == "add" and "differ by -25" in verdict.remarks[0]
 
@@ -96,7 +96,7 @@ def test_a_params_difference_the_note_explains_is_kept_with_a_remark(seeded_engi
 def test_a_wider_precision_with_a_higher_peak_is_refused(seeded_engine: Engine, tmp_path: Path) -> None:
     path = _file(tmp_path, "id,vendor,name,unit_basis,bf16_tflops,fp8_tflops",
                  "x1,Acme,X1,GPU,1979,989", "x2,Acme,X2,GPU,-5,")
-    checked = read_catalog_file(path, catalog_store.catalog_record(seeded_engine), frozenset())
+    checked = read_catalog_file(path, store.catalog_record(seeded_engine), frozenset())
     reasons = {v.line: v.reason or "" for v in checked.refused}
     assert "bf16_tflops 1979 exceeds fp8_tflops 989" in reasons[2]
     assert "bf16_tflops must be positive" in reasons[3]
@@ -105,7 +105,7 @@ def test_a_wider_precision_with_a_higher_peak_is_refused(seeded_engine: Engine, 
 @pytest.mark.parametrize("header", ["name,family", "id,aliases", "id,colour"])
 def test_a_header_that_names_no_single_table_is_refused(seeded_engine: Engine, tmp_path: Path, header: str) -> None:
     with pytest.raises(InvalidInput):
-        read_catalog_file(_file(tmp_path, header, "a,b"), catalog_store.catalog_record(seeded_engine), frozenset())
+        read_catalog_file(_file(tmp_path, header, "a,b"), store.catalog_record(seeded_engine), frozenset())
 
 
 def test_the_bundled_models_agree_with_their_shapes_or_say_why() -> None:
@@ -125,13 +125,13 @@ def _unlinked_claims(engine: Engine, printed: str, n: int) -> None:
 
 def test_an_unknown_name_is_listed_then_linked_with_every_row(writable_engine: Engine, tmp_path: Path) -> None:
     _unlinked_claims(writable_engine, "MPT 7B (MosaicML table)", 3)
-    listed = catalog_store.unlinked_names(writable_engine).filter(kind="model", printed_name="MPT 7B (MosaicML table)")
+    listed = store.unlinked_names(writable_engine).filter(kind="model", printed_name="MPT 7B (MosaicML table)")
     assert listed["rows"].to_list() == [3] and listed["nearest"][0]
     assert _check(writable_engine, _file(tmp_path, MODEL_HEADER, MPT_7B)) is not None
-    assert catalog_store.link_name(writable_engine, "model", "MPT 7B (MosaicML table)", "mpt-7b") == 3
+    assert store.link_name(writable_engine, "model", "MPT 7B (MosaicML table)", "mpt-7b") == 3
     rows = store.results(writable_engine).filter(model_as_printed="MPT 7B (MosaicML table)")
     assert rows["model_id"].to_list() == ["mpt-7b"] * 3
-    assert catalog.resolve_model("MPT 7B (MosaicML table)", catalog_store.catalog_record(writable_engine)) == "mpt-7b"
+    assert catalog.resolve_model("MPT 7B (MosaicML table)", store.catalog_record(writable_engine)) == "mpt-7b"
 
 
 def test_an_alias_row_added_later_links_the_stored_rows(writable_engine: Engine, tmp_path: Path) -> None:
@@ -145,6 +145,6 @@ def test_an_alias_row_added_later_links_the_stored_rows(writable_engine: Engine,
 
 def test_linking_to_an_unknown_id_or_another_ids_alias_is_refused(writable_engine: Engine) -> None:
     with pytest.raises(UnknownId):
-        catalog_store.link_name(writable_engine, "model", "Foo 7B", "foo-7b")
+        store.link_name(writable_engine, "model", "Foo 7B", "foo-7b")
     with pytest.raises(InvalidInput):
-        catalog_store.link_name(writable_engine, "model", "Llama 2 7B", "llama2-13b")
+        store.link_name(writable_engine, "model", "Llama 2 7B", "llama2-13b")

@@ -1,4 +1,4 @@
-"""The catalog in the store: read as a `Catalog`, extended row by row, and results linked to it.
+"""The catalog tables in the store: read as a `Catalog`, extended row by row, and results linked to it.
 
 A result row is *unlinked* for a kind (model, accelerator) when its id is empty or names no catalog row while a
 name is printed. Linking never loses the printed name; it sets the id of every row printed that way.
@@ -20,7 +20,7 @@ from perfledger.catalog.names import normalize_name
 from perfledger.catalog.record import Alias, Catalog, format_aliases, parse_aliases
 from perfledger.catalog.resolve import nearest_ids, resolve_noted, resolve_or_none
 from perfledger.errors import InvalidInput, UnknownId
-from perfledger.store import _connection as connection
+from perfledger.store.engine import connection
 
 _TABLES = {"model": schema.model, "accelerator": schema.accelerator}
 
@@ -64,6 +64,27 @@ def save_catalog_rows(engine: Engine, kind: str, rows: Sequence[Mapping[str, Any
                 added += 1
         relinked = relink(conn, catalog_from(conn))
     return CatalogWrite(added, updated, relinked)
+
+
+def add_alias_columns(conn: Connection) -> None:
+    """Give a store made before the catalog had an `aliases` column that column (empty; `init` fills it)."""
+    inspector = sa.inspect(conn)
+    for table in _TABLES.values():
+        if inspector.has_table(table.name) and "aliases" not in {c["name"] for c in inspector.get_columns(table.name)}:
+            conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN aliases TEXT"))
+
+
+def fill_aliases(conn: Connection, kind: str, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Stored `kind` rows with no aliases take those of `rows` (data/), then stored results the names resolve
+    are linked; aliases set since (catalog add, link) are kept. The number of catalog rows filled."""
+    table = _TABLES[kind]
+    empty = set(conn.scalars(sa.select(table.c.id).where(table.c.aliases.is_(None))))
+    filled = [r for r in rows if r["id"] in empty and r.get("aliases")]
+    for row in filled:
+        conn.execute(table.update().where(table.c.id == row["id"]).values(aliases=row["aliases"]))
+    if filled:
+        relink(conn, catalog_from(conn))
+    return len(filled)
 
 
 def _printed(kind: str) -> tuple[sa.ColumnElement[Any], sa.ColumnElement[Any], sa.ColumnElement[Any]]:
