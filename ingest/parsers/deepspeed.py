@@ -20,7 +20,8 @@ import polars as pl
 
 from ingest.parsers._common import NUM, concat_steps, run_config, to_float, to_int
 from ingest.parsers.base import LogParser
-from ingest.parsers.megatron import _LAUNCH, MegatronParser
+from ingest.parsers.megatron import MegatronParser
+from ingest.parsers.megatron.fields import _LAUNCH
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
 from perfledger.vocabulary import LogFormat
