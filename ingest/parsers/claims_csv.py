@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
 from perfledger.errors import ParseError, PerfledgerError
@@ -151,10 +152,9 @@ class ClaimsCsvParser(LogParser):
 
     @staticmethod
     def _value(metric: Metric, text: str, unit: str) -> float:
-        try:
-            value = float(text.replace(",", ""))
-        except ValueError:
-            raise RowError(f"value {text!r} is not a number") from None
+        value = to_float(text, thousands=True)
+        if value is None:
+            raise RowError(f"value {text!r} is not a finite number")
         if unit in ("", metric.unit):
             return value
         factor = ALTERNATIVE_UNITS.get((metric, unit))
@@ -188,10 +188,9 @@ class ClaimsCsvParser(LogParser):
         text = row.get(name, "").replace(",", "").strip()
         if not text:
             return None
-        try:
-            return int(float(text))
-        except ValueError:
-            raise RowError(f"{name} {text!r} is not a whole number") from None
+        if (value := to_int(text)) is None:
+            raise RowError(f"{name} {text!r} is not a whole number within 64 bits")
+        return value
 
     def finish(self) -> ParseSummary:
         if self.header is None:

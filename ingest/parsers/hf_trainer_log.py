@@ -17,8 +17,9 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import json_number, to_float
 from ingest.parsers.base import LogParser
-from ingest.parsers.hf_trainer_state import number, summary_results
+from ingest.parsers.hf_trainer_state import summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, steps_frame
 from perfledger.vocabulary import Evidence, LogFormat
@@ -118,8 +119,8 @@ class HfTrainerLogParser(LogParser):
             self.steps += 1
             # HF logs when global_step % logging_steps == 0, so the k-th loss dict is step k * logging_steps
             step = self.steps * self.logging_steps if self.logging_steps else self.bar_step or self.steps
-            rows.append({"step": step, "loss": number(values.get("loss")), "lr": number(values.get("learning_rate")),
-                         "grad_norm": number(values.get("grad_norm"))})
+            rows.append({"step": step, "loss": json_number(values.get("loss")), "lr": json_number(values.get("learning_rate")),
+                         "grad_norm": json_number(values.get("grad_norm"))})
         else:
             self.eval_dicts += 1
 
@@ -170,17 +171,11 @@ class HfTrainerLogParser(LogParser):
             return None
         out: dict[str, Any] = {}
         for key, raw in self.block.items():
-            value = hms_seconds(raw) if key == "train_runtime" else _float(raw)
+            value = hms_seconds(raw) if key == "train_runtime" else to_float(raw, thousands=True)
             if value is not None:
                 out[key] = value
         return out
 
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
 
 
 PARSER = HfTrainerLogParser
