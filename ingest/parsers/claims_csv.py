@@ -26,6 +26,7 @@ import polars as pl
 from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
+from perfledger.catalog import resolve_model
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat, Metric, Precision, SourceKind, Workload
@@ -58,14 +59,9 @@ def _slug(text: str) -> str:
 
 def _optional_model(name: str) -> str | None:
     try:
-        from perfledger.catalog import resolve_model  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        return resolve_model(name)
+    except PerfledgerError:
         return None
-    try:
-        resolved = resolve_model(name)
-    except (PerfledgerError, ValueError, TypeError):
-        return None
-    return resolved if isinstance(resolved, str) else None
 
 
 class RowError(ValueError):
@@ -90,6 +86,7 @@ class ClaimsCsvParser(LogParser):
         self.sources: dict[str, dict[str, str]] = {}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         for offset, line in enumerate(lines):
             if not line.strip() or line.startswith("#"):
                 continue

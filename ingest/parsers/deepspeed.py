@@ -75,6 +75,7 @@ class DeepSpeedParser(MegatronParser):
     feed_prepared = LogParser.feed_prepared
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         if not lines:
             return empty_steps()
         text = pl.Series("line", lines, dtype=pl.String)

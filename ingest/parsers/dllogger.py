@@ -39,6 +39,7 @@ class DLLoggerParser(LogParser):
         self._bytes = 0
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             self._bytes += len(line) + 1

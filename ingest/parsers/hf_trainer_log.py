@@ -73,6 +73,7 @@ class HfTrainerLogParser(LogParser):
         self.precision: str | None = None
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             for frame in line.split("\r") if "\r" in line else (line,):

@@ -44,6 +44,7 @@ class LlmcParser(LogParser):
         self.meta: dict[str, Any] = {"val_lines": 0, "eval_lines": 0}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if not line.startswith("s:"):

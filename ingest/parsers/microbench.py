@@ -109,6 +109,7 @@ class MicrobenchParser(LogParser):
         return header_from_line(head.split("\n", 1)[0]) is not None
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         for offset, line in enumerate(lines):
             if line.strip():
                 self._read(first_lineno + offset, line)

@@ -22,6 +22,7 @@ import polars as pl
 
 from ingest.parsers._common import json_number, to_int
 from ingest.parsers.base import LogParser
+from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, steps_frame
 from perfledger.vocabulary import Evidence, LogFormat, Metric, SourceKind, Workload
@@ -43,18 +44,13 @@ TOKEN_COUNTED_BENCHMARKS = frozenset({"gpt3"})
 
 
 def resolve_accelerator_or_none(name: str | None) -> str | None:
-    """The catalog's canonical id for a printed accelerator name, or None (catalog absent or name unknown)."""
+    """The catalog's canonical id for a printed accelerator name, or None when the catalog does not know it."""
     if not name:
         return None
     try:
-        from perfledger.catalog import resolve_accelerator  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        return resolve_accelerator(name)
+    except PerfledgerError:
         return None
-    try:
-        resolved = resolve_accelerator(name)
-    except (PerfledgerError, ValueError, TypeError):
-        return None
-    return resolved if isinstance(resolved, str) else getattr(resolved, "id", None)
 
 
 def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:
@@ -93,6 +89,7 @@ class MlperfParser(LogParser):
         self.saw_step_time = False
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if ":::" not in line:

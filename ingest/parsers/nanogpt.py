@@ -45,6 +45,7 @@ class NanogptParser(LogParser):
         self.meta: dict[str, Any] = {"eval_lines": 0}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if (m := _ITER.match(line) or _EVAL.match(line)) is not None and to_int(m.group(1)) is None:

@@ -52,6 +52,7 @@ class NemoParser(LogParser):
         self._tflops: list[tuple[float, int]] = []
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if "DLL" in line or "global_step=" in line or "MEMBER:" in line or "UUID" in line \

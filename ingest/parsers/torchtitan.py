@@ -70,6 +70,7 @@ class TorchtitanParser(LogParser):
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         """Step lines are read vectorized (Polars over the chunk); configuration lines, a handful, in Python."""
+        lines = self.without_long_lines(lines, first_lineno)
         if not lines:
             return empty_steps()
         frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")
