@@ -5,6 +5,7 @@ Everything here is pure and generic (no format knows about another); parsers imp
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -82,6 +83,19 @@ def to_int(value: object, *, thousands: bool = False) -> int | None:
             return None
         result = int(number)
     return result if INT64_MIN <= result <= INT64_MAX else None
+
+
+def load_json(text: str) -> Any:
+    """json.loads, where nesting too deep for the interpreter ("[" * 50,000) or an integer of more than 4,300 digits
+    is a JSONDecodeError like any other broken document, not a RecursionError or a bare ValueError."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
+    except ValueError:
+        raise json.JSONDecodeError("a number too long to read", "", 0) from None
 
 
 def json_number(value: object) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, precision_from_name, run_config, to_bool, to_int
+from ingest.parsers._common import json_number, load_json, precision_from_name, run_config, to_bool, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -53,7 +53,7 @@ class DLLoggerParser(LogParser):
     def _record(self, line: str, lineno: int, rows: list[dict[str, Any]]) -> None:
         body = line.strip().removeprefix("DLLL ")
         try:
-            record = json.loads(body)
+            record = load_json(body)
         except json.JSONDecodeError as exc:
             self.problem(lineno, f"not a JSON record ({exc.msg}); skipped (cut short?)")
             return

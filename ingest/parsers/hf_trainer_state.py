@@ -9,13 +9,12 @@ buffered, up to MAX_JSON_BYTES; JsonFileParser is shared with the other whole-fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number
+from ingest.parsers._common import json_number, load_json
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps, steps_frame
@@ -55,7 +54,7 @@ class JsonFileParser(LogParser):
         if self._depth != 0 or not chunk.rstrip().endswith(("}", "]")):
             return empty_steps()
         try:
-            self._doc = json.loads("\n".join(self._parts))
+            self._doc = load_json("\n".join(self._parts))
         except (ValueError, RecursionError):
             return empty_steps()  # finish() parses again and says why
         self._parsed, self._parts = True, []
@@ -66,7 +65,7 @@ class JsonFileParser(LogParser):
             text = "\n".join(self._parts)
             self._parts = []
             try:
-                self._doc = json.loads(text)
+                self._doc = load_json(text)
             except ValueError as exc:
                 line = getattr(exc, "lineno", None)
                 raise ParseError(self.file_name, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None

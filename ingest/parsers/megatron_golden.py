@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import to_float, to_int
+from ingest.parsers._common import load_json, to_float, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -52,7 +52,7 @@ class MegatronGoldenParser(LogParser):
                                                                f"{MAX_BYTES // 2**20} MB; refused")
         self._parts.append("\n".join(lines))
         try:
-            document = json.loads("\n".join(self._parts))
+            document = load_json("\n".join(self._parts))
         except json.JSONDecodeError:
             return empty_steps()  # not complete yet (or broken: finish says so)
         self._done = True

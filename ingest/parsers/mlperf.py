@@ -13,14 +13,13 @@ Training progress is not counted the same way in every benchmark: `tracked_stats
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, to_int
+from ingest.parsers._common import json_number, load_json, to_int
 from ingest.parsers.base import LogParser
 from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
@@ -109,7 +108,7 @@ class MlperfParser(LogParser):
 
     def _load(self, text: str, lineno: int) -> dict[str, Any] | None:
         try:
-            loaded = json.loads(text)
+            loaded = load_json(text)
         except ValueError:
             self.problem(lineno, "MLLOG event is not valid JSON (cut off or interleaved with another rank)")
             return None

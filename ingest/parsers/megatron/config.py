@@ -20,16 +20,18 @@ from ingest.parsers._common import (
 from ingest.parsers.base import LogParser
 from ingest.parsers.megatron.fields import _KEYS_TEXT
 
-_ARG_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*(?: [a-z0-9_]+)?) ?\.{2,} ?(\S.*?)\s*$")
-_YAML = re.compile(r"^\s*([a-z_0-9]+): ([^\s#][^#]*?)\s*(?:#.*)?$")
+# Every pattern here reads in time linear in the line: a lazy capture is bounded (.{1,200}?) or ends in a class
+# the text after it cannot be ((\S(?:.*\S)?)\s*$, not (\S.*?)\s*$, which re-reads each run of spaces).
+_ARG_DUMP = re.compile(r"(?:^|\s)([a-z][a-z0-9_]*(?: [a-z0-9_]+)?) ?\.{2,} ?(\S(?:.*\S)?)\s*$")
+_YAML = re.compile(r"^\s*([a-z_0-9]+): ([^\s#](?:[^#]*[^\s#])?)\s*(?:#.*)?$")
 _FLAG = re.compile(r"--([a-z][a-z0-9_-]*)(?:[ =](?!--)(\S+))?")
 _WORLD = re.compile(
     r"using world size:\s*(\d+)(?:.*?data-parallel[- ]size:\s*(\d+))?(?:.*?context-parallel size:\s*(\d+))?"
     r"(?:.*?tensor-model-parallel size:\s*(\d+))?(?:.*?pipeline-model-parallel size:\s*(\d+))?"
 )
-_PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\).*?new size: (\d+)")
-_GPU_NAME = re.compile(r"GPU \d+: (.+?) \(UUID")
-_MEMORY = re.compile(r"memory \(MB\).*?max allocated: (\d+\.?\d*)")
+_PADDED_VOCAB = re.compile(r"padded vocab \(size: (\d+)\).{0,200}?new size: (\d+)")
+_GPU_NAME = re.compile(r"GPU \d+: (.{1,200}?) \(UUID")
+_MEMORY = re.compile(r"memory \(MB\).{0,400}?max allocated: (\d+\.?\d*)")
 _DIST_WORLD = re.compile(r"dist_world_size=(\d+)")
 _DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+?),|deepspeed info \.{2,} (\S+?),")
 
