@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Table
 
 from perfledger import schema
-from perfledger.catalog.names import normalize_name
+from perfledger.catalog.names import exact_key, normalize_name
 from perfledger.catalog.record import Alias, Catalog, format_aliases, parse_aliases
 from perfledger.errors import DataFileError, InvalidInput
 
@@ -104,7 +104,7 @@ def check_rows(kind: str, header: tuple[str, ...], lines: Sequence[tuple[int, li
         if verdict.action != "refused" and verdict.id is not None and verdict.row is not None:
             seen[verdict.id] = line
             for alias in parse_aliases(verdict.row.get("aliases")):
-                owners.setdefault(normalize_name(alias.name), verdict.id)
+                owners.setdefault(exact_key(alias.name), verdict.id)
         verdicts.append(verdict)
     return tuple(verdicts)
 
@@ -188,17 +188,17 @@ def _peaks_problem(row: Row) -> str | None:
 
 
 def _alias_owners(kind: str, catalog: Catalog) -> dict[str, str]:
-    """The normalized name of every id and alias of `kind` -> the id it names."""
-    owners = {normalize_name(i): i for i in catalog.names(kind).ids}
+    """Every id and alias of `kind`, as written (case and spaces aside) -> the id it names."""
+    owners = {exact_key(i): i for i in catalog.names(kind).ids}
     for row_id, row in catalog.rows(kind).items():
         for alias in parse_aliases(row.get("aliases")):
-            owners.setdefault(normalize_name(alias.name), row_id)
+            owners.setdefault(exact_key(alias.name), row_id)
     return owners
 
 
 def _alias_problem(row_id: str, cell: str | None, owners: Mapping[str, str]) -> str | None:
     for alias in parse_aliases(cell):
-        owner = owners.get(normalize_name(alias.name))
+        owner = owners.get(exact_key(alias.name))
         if owner is not None and owner != row_id:
             return f"alias {alias.name!r} already names {owner}"
     return None

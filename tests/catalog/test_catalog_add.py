@@ -12,7 +12,7 @@ from perfledger.catalog.validate import read_catalog_file, shape_params
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ResultRecord
 
-MPT_7B = ("mpt-7b,mpt,MPT-7B,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,MPT-7B | mosaicml/mpt-7b,"
+INHOUSE_7B = ("inhouse-7b,inhouse,InHouse-7B,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,InHouse-7B | ourteam/inhouse-7b,"
           "MosaicML model card")
 MODEL_HEADER = "id,family,name,params,layers,hidden,heads,kv_heads,ffn_hidden,vocab,ffn_kind,seq_len,tied_embeddings,"\
                "aliases,note"
@@ -32,11 +32,11 @@ def _check(engine: Engine, path: Path) -> store.CatalogWrite | None:
 
 
 def test_a_new_model_row_is_added_and_resolves_by_its_aliases(writable_engine: Engine, tmp_path: Path) -> None:
-    done = _check(writable_engine, _file(tmp_path, MODEL_HEADER, MPT_7B))
+    done = _check(writable_engine, _file(tmp_path, MODEL_HEADER, INHOUSE_7B))
     assert done is not None and (done.added, done.updated) == (1, 0)
     known = store.catalog_record(writable_engine)
-    assert catalog.resolve_model("mosaicml/mpt-7b", known) == "mpt-7b"
-    assert known.models["mpt-7b"]["layers"] == 32
+    assert catalog.resolve_model("ourteam/inhouse-7b", known) == "inhouse-7b"
+    assert known.models["inhouse-7b"]["layers"] == 32
 
 
 def test_a_row_with_a_stored_id_updates_it_and_keeps_its_aliases(writable_engine: Engine, tmp_path: Path) -> None:
@@ -63,13 +63,13 @@ def test_a_new_accelerator_row_is_added_with_its_peaks(writable_engine: Engine, 
 
 
 def test_every_bad_row_is_refused_with_its_line_and_reason(seeded_engine: Engine, tmp_path: Path) -> None:
-    path = _file(tmp_path, MODEL_HEADER, MPT_7B,
-                 "MPT-30B,mpt,MPT-30B,30e9,48,7168,64,64,28672,50432,gelu,8192,true,,",
-                 "mpt-30b,mpt,MPT-30B,40e9,48,7168,64,64,28672,50432,gelu,8192,true,,",
-                 "mpt-1b,mpt,MPT-1B,1.3e9,24,2048,16,16,8192,50368,gelu,2048,true,Llama 2 7B,",
-                 "mpt-3b,mpt,MPT-3B,many,24,2048,16,16,8192,50368,gelu,2048,true,,",
-                 "mpt-7b,mpt,MPT-7B again,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,,",
-                 "mpt-9b,mpt,MPT-9B,9e9,32,4096,32,5,16384,50432,gelu,2048,true,,",
+    path = _file(tmp_path, MODEL_HEADER, INHOUSE_7B,
+                 "InHouse-30B,inhouse,InHouse-30B,30e9,48,7168,64,64,28672,50432,gelu,8192,true,,",
+                 "inhouse-30b,inhouse,InHouse-30B,40e9,48,7168,64,64,28672,50432,gelu,8192,true,,",
+                 "inhouse-1b,inhouse,InHouse-1B,1.3e9,24,2048,16,16,8192,50368,gelu,2048,true,Llama 2 7B,",
+                 "inhouse-3b,inhouse,InHouse-3B,many,24,2048,16,16,8192,50368,gelu,2048,true,,",
+                 "inhouse-7b,inhouse,InHouse-7B again,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,,",
+                 "inhouse-9b,inhouse,InHouse-9B,9e9,32,4096,32,5,16384,50432,gelu,2048,true,,",
                  "newmodel,,,,,,,,,,,,,,")
     checked = read_catalog_file(path, store.catalog_record(seeded_engine),
                                 frozenset(store.sources(seeded_engine)["id"]))
@@ -86,7 +86,7 @@ def test_every_bad_row_is_refused_with_its_line_and_reason(seeded_engine: Engine
 
 
 def test_a_params_difference_the_note_explains_is_kept_with_a_remark(seeded_engine: Engine, tmp_path: Path) -> None:
-    path = _file(tmp_path, MODEL_HEADER, "mpt-30b,mpt,MPT-30B,40e9,48,7168,64,64,28672,50432,gelu,8192,true,,"
+    path = _file(tmp_path, MODEL_HEADER, "inhouse-30b,inhouse,InHouse-30B,40e9,48,7168,64,64,28672,50432,gelu,8192,true,,"
                  "nominal size as published; the shape gives 30B")
     checked = read_catalog_file(path, store.catalog_record(seeded_engine), frozenset())
     (verdict,) = checked.verdicts
@@ -124,23 +124,23 @@ def _unlinked_claims(engine: Engine, printed: str, n: int) -> None:
 
 
 def test_an_unknown_name_is_listed_then_linked_with_every_row(writable_engine: Engine, tmp_path: Path) -> None:
-    _unlinked_claims(writable_engine, "MPT 7B (MosaicML table)", 3)
-    listed = store.unlinked_names(writable_engine).filter(kind="model", printed_name="MPT 7B (MosaicML table)")
+    _unlinked_claims(writable_engine, "InHouse 7B (our table)", 3)
+    listed = store.unlinked_names(writable_engine).filter(kind="model", printed_name="InHouse 7B (our table)")
     assert listed["rows"].to_list() == [3] and listed["nearest"][0]
-    assert _check(writable_engine, _file(tmp_path, MODEL_HEADER, MPT_7B)) is not None
-    assert store.link_name(writable_engine, "model", "MPT 7B (MosaicML table)", "mpt-7b") == 3
-    rows = store.results(writable_engine).filter(model_as_printed="MPT 7B (MosaicML table)")
-    assert rows["model_id"].to_list() == ["mpt-7b"] * 3
-    assert catalog.resolve_model("MPT 7B (MosaicML table)", store.catalog_record(writable_engine)) == "mpt-7b"
+    assert _check(writable_engine, _file(tmp_path, MODEL_HEADER, INHOUSE_7B)) is not None
+    assert store.link_name(writable_engine, "model", "InHouse 7B (our table)", "inhouse-7b") == 3
+    rows = store.results(writable_engine).filter(model_as_printed="InHouse 7B (our table)")
+    assert rows["model_id"].to_list() == ["inhouse-7b"] * 3
+    assert catalog.resolve_model("InHouse 7B (our table)", store.catalog_record(writable_engine)) == "inhouse-7b"
 
 
 def test_an_alias_row_added_later_links_the_stored_rows(writable_engine: Engine, tmp_path: Path) -> None:
-    _unlinked_claims(writable_engine, "Chinchilla 70B", 2)
-    path = _file(tmp_path, "id,family,name,aliases", "chinchilla-70b,chinchilla,Chinchilla,Chinchilla 70B")
+    _unlinked_claims(writable_engine, "InHouse 70B", 2)
+    path = _file(tmp_path, "id,family,name,aliases", "inhouse-70b,inhouse,InHouse 70B,InHouse 70B")
     done = _check(writable_engine, path)
     assert done is not None and done.relinked == 2
-    assert set(store.results(writable_engine).filter(model_as_printed="Chinchilla 70B")["model_id"]) == {
-        "chinchilla-70b"}
+    assert set(store.results(writable_engine).filter(model_as_printed="InHouse 70B")["model_id"]) == {
+        "inhouse-70b"}
 
 
 def test_linking_to_an_unknown_id_or_another_ids_alias_is_refused(writable_engine: Engine) -> None:

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("id,family,name,params,layers,hidden,heads,kv_heads,ffn_hidden,vocab,ffn_kind,seq_len,tied_embeddings,"
           "aliases,note\n"
-          "mpt-7b,mpt,MPT-7B,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,MPT-7B | mosaicml/mpt-7b,model card\n")
+          "inhouse-7b,inhouse,InHouse-7B,6.7e9,32,4096,32,32,16384,50432,gelu,2048,true,InHouse-7B | ourteam/inhouse-7b,model card\n")
 
 
 def run_cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
@@ -29,24 +29,24 @@ def db(seeded_db_file: Path, tmp_path: Path) -> Path:
 
 
 def test_a_model_added_with_catalog_add_is_used_by_calc_at_once(db: Path, tmp_path: Path) -> None:
-    before = run_cli("calc", "flops_per_token", "model=MPT-7B", db=db)
-    assert before.returncode == 2 and "unknown model 'MPT-7B'" in before.stderr
+    before = run_cli("calc", "flops_per_token", "model=InHouse-7B", db=db)
+    assert before.returncode == 2 and "unknown model 'InHouse-7B'" in before.stderr
     (tmp_path / "models.csv").write_text(MODELS, encoding="utf-8")
     added = run_cli("catalog", "add", str(tmp_path / "models.csv"), db=db)
     assert added.returncode == 0, added.stderr
-    assert "models.csv:2: add model mpt-7b" in added.stdout and "1 model rows added" in added.stdout
-    after = run_cli("calc", "model_tflops", "model=mosaicml/mpt-7b", "tokens_per_s_per_device=3000", "--json", db=db)
+    assert "models.csv:2: add model inhouse-7b" in added.stdout and "1 model rows added" in added.stdout
+    after = run_cli("calc", "model_tflops", "model=ourteam/inhouse-7b", "tokens_per_s_per_device=3000", "--json", db=db)
     assert after.returncode == 0, after.stderr
     figure = json.loads(after.stdout)
-    assert figure["inputs"]["model"] == "mpt-7b" and figure["inputs"]["seq_len"] == 2048
+    assert figure["inputs"]["model"] == "inhouse-7b" and figure["inputs"]["seq_len"] == 2048
     assert figure["value"] == pytest.approx(3000 * figure["inputs"]["flops_per_token"] / 1e12)
 
 
 def test_a_dry_run_checks_every_row_and_stores_nothing(db: Path, tmp_path: Path) -> None:
     (tmp_path / "models.csv").write_text(MODELS, encoding="utf-8")
     dry = run_cli("catalog", "add", str(tmp_path / "models.csv"), "--dry-run", db=db)
-    assert dry.returncode == 0 and "would add model mpt-7b" in dry.stdout and "nothing stored" in dry.stderr
-    assert run_cli("calc", "flops_per_token", "model=mpt-7b", db=db).returncode == 2
+    assert dry.returncode == 0 and "would add model inhouse-7b" in dry.stdout and "nothing stored" in dry.stderr
+    assert run_cli("calc", "flops_per_token", "model=inhouse-7b", db=db).returncode == 2
 
 
 def test_refused_rows_exit_1_with_file_line_reason_and_nothing_stored(db: Path, tmp_path: Path) -> None:
@@ -67,11 +67,11 @@ def test_refused_rows_exit_1_with_file_line_reason_and_nothing_stored(db: Path, 
 def test_link_names_how_many_stored_rows_it_linked(db: Path, tmp_path: Path) -> None:
     (tmp_path / "models.csv").write_text(MODELS, encoding="utf-8")
     assert run_cli("catalog", "add", str(tmp_path / "models.csv"), db=db).returncode == 0
-    out = run_cli("catalog", "link", "MPT 7B (8k context)", "mpt-7b", db=db)
+    out = run_cli("catalog", "link", "InHouse 7B (8k context)", "inhouse-7b", db=db)
     assert out.returncode == 0, out.stderr
-    assert "linked 0 stored result rows printed 'MPT 7B (8k context)' to model mpt-7b" in out.stdout
-    unknown = run_cli("catalog", "link", "MPT 7B", "mpt-77b", db=db)
-    assert unknown.returncode == 2 and "mpt-7b" in unknown.stderr
+    assert "linked 0 stored result rows printed 'InHouse 7B (8k context)' to model inhouse-7b" in out.stdout
+    unknown = run_cli("catalog", "link", "InHouse 7B", "inhouse-77b", db=db)
+    assert unknown.returncode == 2 and "inhouse-7b" in unknown.stderr
 
 
 def test_unlinked_lists_names_with_counts(db: Path) -> None:

@@ -15,13 +15,13 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 def test_a_result_naming_an_unknown_model_is_kept_unlinked_with_its_printed_name(writable_engine: Engine) -> None:
     store.add_results(writable_engine, [
-        ResultRecord(metric="mfu", value=0.41, unit="fraction", model_id="Falcon-180B (TII)", accelerator_id="A100"),
+        ResultRecord(metric="mfu", value=0.41, unit="fraction", model_id="Quokka-180B (in-house)", accelerator_id="A100"),
     ])
-    row = store.results(writable_engine, metric="mfu").filter(model_as_printed="Falcon-180B (TII)").row(0, named=True)
+    row = store.results(writable_engine, metric="mfu").filter(model_as_printed="Quokka-180B (in-house)").row(0, named=True)
     assert row["model_id"] is None  # never a guessed id, never dropped
     assert (row["accelerator_id"], row["accelerator_as_printed"]) == ("a100-80gb", "A100")
     unlinked = store.unlinked_names(writable_engine)
-    assert ("model", "Falcon-180B (TII)") in set(zip(unlinked["kind"], unlinked["printed_name"], strict=True))
+    assert ("model", "Quokka-180B (in-house)") in set(zip(unlinked["kind"], unlinked["printed_name"], strict=True))
 
 
 def test_storing_the_same_record_after_its_name_was_linked_adds_nothing(writable_engine: Engine) -> None:
