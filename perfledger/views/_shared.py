@@ -40,3 +40,18 @@ def contains(column: str, value: str) -> pl.Expr:
 def frame_of(records: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Records as a frame of `schema` (an empty frame of that schema when there are none)."""
     return pl.DataFrame(records, schema=schema, strict=False) if records else pl.DataFrame(schema=schema)
+
+
+# Workloads a comparing page filters on ("all" mixes them, and the page says so); the stored values come from
+# perfledger.vocabulary.Workload.
+ALL_WORKLOADS = "all"
+WORKLOADS = ("pretrain", "sft", "lora_finetune", "rlhf", ALL_WORKLOADS)
+WORKLOAD_LABELS = {"pretrain": "pretraining", "sft": "supervised fine-tuning (SFT)",
+                   "lora_finetune": "LoRA / PEFT fine-tuning", "rlhf": "RLHF", ALL_WORKLOADS: "every workload (mixed)"}
+MIXED_WORKLOADS = ("workloads mixed on request: pretraining and fine-tuning figures are not like for like "
+                   "(fine-tuning sees shorter batches and LoRA skips the frozen weights' gradients)")
+
+
+def of_workload(frame: pl.DataFrame, workload: str) -> pl.DataFrame:
+    """The rows of one workload; every row when `workload` is "all"."""
+    return frame if workload == ALL_WORKLOADS else frame.filter(pl.col("workload") == workload)

@@ -56,3 +56,14 @@ def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (audit.relative_difference, metrics.model_tflops, metrics.mfu)
+
+
+WARNING_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len")
+
+
+def implausible_warnings(engine: Engine) -> dict[tuple[Any, ...], str]:
+    """The audit's warning for each configuration (source, model, accelerator, devices, seq len) whose claim it
+    calls implausible at the default rule: pages showing a figure of that configuration carry the sentence."""
+    frame = table(AuditView(), engine).filter(pl.col("plausibility") == "implausible")
+    return {tuple(r[k] for k in WARNING_KEYS): f"audit: implausible ({r['explanation']})"
+            for r in frame.select(*WARNING_KEYS, "explanation").to_dicts()}
