@@ -15,6 +15,7 @@ from perfledger import store
 from perfledger.calc import formula_of
 from perfledger.calc.normalise import NORMALIZATIONS
 from perfledger.views import (
+    hardware,
     accelerators,
     audit,
     links,
@@ -84,6 +85,7 @@ __all__ = [
     "config_diff",
     "export",
     "formula_of",
+    "hardware",
     "input_rows",
     "is_empty",
     "link",
