@@ -4,6 +4,7 @@ device count; pure functions over result rows (mappings with model_id, n_devices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -151,7 +152,7 @@ class RatioSummary:
 
 def ratio_summary(ratios: Iterable[float | None]) -> RatioSummary | None:
     """Median and spread of the finite ratios; None when there are none."""
-    values = sorted(v for v in ratios if v is not None and v == v and v not in (float("inf"), float("-inf")))
+    values = sorted(v for v in ratios if v is not None and math.isfinite(v))
     if not values:
         return None
     mid = len(values) // 2

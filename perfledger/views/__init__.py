@@ -15,9 +15,9 @@ from perfledger import store
 from perfledger.calc import formula_of
 from perfledger.calc.normalise import NORMALIZATIONS
 from perfledger.views import (
-    hardware,
     accelerators,
     audit,
+    hardware,
     links,
     overview,
     registry,
