@@ -187,3 +187,16 @@ def mixed_caveat(state: Any) -> None:
     caveat = state.caveat() if hasattr(state, "caveat") else ""
     if caveat:
         st.warning(caveat[:1].upper() + caveat[1:] + ".", icon=":material/warning:")
+
+
+def count_input(label: str, current: float, *, key: str, where: Any = st) -> float:
+    """A text input for a count that reads 300B / 1.2T (perfledger.views._shared.parse_count); a value it cannot
+    read is said under the input and the current count is kept."""
+    from perfledger.views._shared import parse_count, si
+
+    text = str(where.text_input(label, si(current), key=key))
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        where.error(str(exc), icon=":material/error:")
+        return current

@@ -89,3 +89,16 @@ def test_the_audit_says_why_lora_tflops_read_four_sixths(seeded_engine: Engine) 
     table = views.table("audit", views.AuditView(workload="lora_finetune", verdicts=("inconsistent",)), seeded_engine)
     assert table.height > 0
     assert all("4/6" in e for e in table["explanation"])
+
+
+def test_counts_are_typed_as_300b_or_1_2t() -> None:
+    from perfledger.views._shared import parse_count, si
+
+    assert parse_count("300B") == 300e9 and parse_count("1.2T") == 1.2e12 and parse_count("3e11") == 3e11
+    assert parse_count("1,000,000") == 1e6 and si(parse_count("300B")) == "300B"
+    for bad in ("", "lots", "-5B", "0"):
+        try:
+            parse_count(bad)
+        except ValueError:
+            continue
+        raise AssertionError(bad)
