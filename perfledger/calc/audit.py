@@ -236,6 +236,8 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
     f_other = pl.lit(None, dtype=pl.Float64)
     for name in _other_formulas(rule):
         f_other = pl.when(pl.col("_other") == name).then(pl.col(f"_f_{name}")).otherwise(f_other)
+    if "workload" not in frame.columns:  # a results frame may leave it out: no workload-specific note then
+        frame = frame.with_columns(workload=pl.lit(None, dtype=pl.String))
     narrow = frame.select(pl.col(c) if c != "_f_other" else f_other.alias(c) for c in _EXPLAIN_COLUMNS)
     for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tps_else, source_else, devices_else,
          n_else, recomputed, peak_note, plausibility, util, precision, fp8, workload) in narrow.iter_rows():
