@@ -63,17 +63,30 @@ def page_state(page: Page[Any]) -> Any:
     if st.session_state.get(f"_url:{page.slug}", current) != current:
         for k in [k for k in st.session_state if str(k).startswith(page.widget_prefix)]:
             del st.session_state[k]
+        # New widget keys, so the browser draws new widgets: with the old keys it keeps showing the old values
+        # (Streamlit identifies a keyed widget by its key alone) while the script reads the link's.
+        st.session_state[f"_gen:{page.slug}"] = st.session_state.get(f"_gen:{page.slug}", 0) + 1
     state = urlstate.from_query(page.state, current)
     for problem in state.problems:
         st.info(problem, icon=":material/link_off:")
     return state
 
 
+def key(page: Page[Any], name: str) -> str:
+    """The session-state key of the page's widget `name` in this view: `page.key(name)`, plus a generation
+    suffix once a link or back/forward has changed the URL under the page (see page_state)."""
+    generation = st.session_state.get(f"_gen:{page.slug}", 0)
+    return page.key(name) + (f"~{generation}" if generation else "")
+
+
 def keep_in_url(state: Any) -> None:
-    """Write the state to the URL (defaults left out), so a copied link reopens this view."""
+    """Write the state to the URL (defaults left out), so a copied link reopens this view.
+
+    Written on every run, even when st.query_params already holds it: a link to the page being shown passes its
+    query to the script but leaves the browser's address bar without it.
+    """
     query = links.to(state).query
-    if query != st.query_params.to_dict():
-        st.query_params.from_dict(query)
+    st.query_params.from_dict(query)
     st.session_state[f"_url:{views.page_of(state).slug}"] = query
 
 

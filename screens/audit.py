@@ -19,16 +19,16 @@ _ui.stop_if_empty(db)
 
 c1, c2, c3, c4 = st.columns([2, 3, 3, 2])
 with c2:
-    sources = _ui.choose_many("Sources", store.sources(db)["id"].to_list(), state.sources, key=PAGE.key("src"))
+    sources = _ui.choose_many("Sources", store.sources(db)["id"].to_list(), state.sources, key=_ui.key(PAGE, "src"))
 with c3:
-    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m"))
+    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=_ui.key(PAGE, "m"))
 state = replace(
     state,
-    verdicts=tuple(c1.multiselect("Verdict", views.VERDICTS, default=list(state.verdicts), key=PAGE.key("v"))),
+    verdicts=tuple(c1.multiselect("Verdict", views.VERDICTS, default=list(state.verdicts), key=_ui.key(PAGE, "v"))),
     sources=sources,
     models=models,
-    tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=PAGE.key("tol"))),
-    workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=c1),
+    tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=_ui.key(PAGE, "tol"))),
+    workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w"), where=c1),
 )
 _ui.keep_in_url(state)
 st.subheader(state.describe())

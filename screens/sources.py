@@ -19,10 +19,10 @@ all_sources = store.sources(db)
 ids = all_sources["id"].to_list()
 c1, c2 = st.columns([3, 2])
 picked = c1.selectbox("Source", ["", *ids], index=["", *ids].index(state.source) if state.source in ids else 0,
-                      key=PAGE.key("src"), format_func=lambda s: s or "every source")
+                      key=_ui.key(PAGE, "src"), format_func=lambda s: s or "every source")
 state = replace(state, source=picked or ("" if state.source in ids else state.source),
                 kinds=tuple(c2.multiselect("Kind", sorted(set(all_sources["kind"].to_list())), default=list(state.kinds),
-                                           key=PAGE.key("k"))))
+                                           key=_ui.key(PAGE, "k"))))
 _ui.keep_in_url(state)
 if state.source and state.source not in ids:
     st.warning(f"There is no source {state.source!r}; showing every source.")
