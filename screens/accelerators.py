@@ -38,7 +38,7 @@ state = replace(state,
                                      index=views.FORMULA_NAMES.index(state.formula), key=PAGE.key("f"),
                                      format_func=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 if state.norm == "watt":
     st.caption("Per watt divides by the accelerator's TDP from the catalog, not by measured power draw.")
 if state.norm == "dollar":

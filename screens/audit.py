@@ -30,7 +30,7 @@ state = replace(
     tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=PAGE.key("tol"))),
 )
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 
 table = _ui.compute(PAGE, state, db)
 counts = views.verdict_counts(table)
