@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
 
 import polars as pl
@@ -30,7 +31,7 @@ def _bounded(value: Any) -> bool:
     if isinstance(value, int):
         return abs(value) <= urlstate.MAX_INT
     if isinstance(value, float):
-        return value == value and abs(value) != float("inf")
+        return math.isfinite(value)
     items = value if isinstance(value, tuple) else (value,)
     return len(items) <= urlstate.MAX_ITEMS and all(
         len(i) <= urlstate.MAX_TEXT and not any(ord(c) < 32 or ord(c) == 127 for c in i) for i in items)
