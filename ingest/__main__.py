@@ -1,4 +1,5 @@
 """python -m ingest FILE... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
+   python -m ingest --demo [--db URL] [--data DIR]     (the bundled demo logs, as `perfledger init` loads them)
 
 Exit 0: every file stored (or already stored); 1: some file rejected, the others still stored; 2: usage.
 Errors go to stderr as FILE:LINE: reason.
@@ -15,14 +16,18 @@ from pathlib import Path
 from ingest.pipeline import IngestOutcome, ingest_path
 from perfledger import store
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
+from perfledger.process import exit_process, lean_process
 from perfledger.records import RunConfig
+from perfledger.settings import load_settings
 
 PROGRESS_MIN_BYTES = 32 * 2**20
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ingest", description="Ingest training logs into the perfledger store.")
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="log files (gzip accepted)")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="log files (gzip accepted)")
+    p.add_argument("--demo", action="store_true", help="ingest the demo logs listed in DATA/logs/manifest.csv")
+    p.add_argument("--data", type=Path, help="with --demo: the data folder (default: PERFLEDGER_DATA_DIR, else data/)")
     p.add_argument("--db", help="SQLAlchemy URL of the store (default: PERFLEDGER_DB_URL, else data/perfledger.duckdb)")
     p.add_argument("--json", action="store_true", help="print one JSON object per file")
     p.add_argument("--model", help="model id, when the log does not state it (or to override it)")
@@ -54,7 +59,7 @@ def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], No
         return None, lambda: None
     if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES or path.suffix == ".gz":
         return None, lambda: None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr, leave=False)
 
@@ -87,7 +92,10 @@ def _print_text(o: IngestOutcome) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if bool(args.files) == args.demo:
+        parser.error("give log files, or --demo alone")
     try:
         overrides = overrides_from(args)
         engine = store.engine_from_url(args.db)
@@ -98,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PerfledgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.demo:
+        return _demo(engine, args.data or load_settings().data_dir)
     limit = args.max_mb * 2**20 if args.max_mb else None
     failed = 0
     for path in args.files:
@@ -117,6 +127,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def _demo(engine: store.Engine, data_dir: Path) -> int:
+    from ingest.demo import ingest_demo_runs
+
+    try:
+        added = ingest_demo_runs(engine, data_dir)
+    except PerfledgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if added:
+        print(f"{store.mask_url(str(engine.url))}: added {added} demo runs from {data_dir / 'logs'}")
+    return 0
+
+
 if __name__ == "__main__":
-    store.lean_process()
-    store.exit_process(main())
+    lean_process()
+    exit_process(main())

@@ -104,6 +104,10 @@ class CatalogRows:
     accelerator: Mapping[str, Any] | None = None
 
 
+NOTHING_KNOWN = CatalogRows()
+DEFAULT_RULE = SteadyRule()
+
+
 def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelShape | None:
     if (config.num_experts or 0) > 1 and model_row is None:
         return None  # the log's ffn_hidden_size is the dense FFN; expert FFN sizes are not in RunConfig
@@ -122,7 +126,7 @@ def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelSh
 
 
 def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame,
-              known: CatalogRows = CatalogRows(), rule: SteadyRule = SteadyRule()) -> RunSummary:
+              known: CatalogRows = NOTHING_KNOWN, rule: SteadyRule = DEFAULT_RULE) -> RunSummary:
     """steps: a frame in any order, or a LazyFrame in step order (the pipeline's spool), which is read in
     streaming passes, so that memory does not grow with the number of steps."""
     warnings = list(parsed.warnings)
@@ -289,15 +293,16 @@ def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadySta
     evidence = "derived" if mlperf else "measured"
     note = (f"steady state of an ingested {parsed.format.value} log, steps {steady.first_step}-{steady.last_step}"
             + ("; derived from an MLPerf result, not an official MLPerf metric (unverified)" if mlperf else ""))
-    base = dict(accelerator_id=config.accelerator, accelerator_as_printed=config.accelerator_as_printed,
-                n_devices=config.n_devices, framework=config.framework, framework_version=config.framework_version,
-                model_id=config.model, model_as_printed=config.model_as_printed,
-                workload=config.workload or "pretrain", precision=config.precision or "unstated",
-                seq_len=config.seq_len, global_batch=config.global_batch, micro_batch=config.micro_batch,
-                tp=config.tp, pp=config.pp, dp=config.dp, ep=config.ep, cp=config.cp, strategy=config.strategy,
-                evidence=evidence, locator="steady-state window", note=note)
+    base = ResultRecord(
+        metric="", value=0.0, unit="", accelerator_id=config.accelerator,
+        accelerator_as_printed=config.accelerator_as_printed, n_devices=config.n_devices, framework=config.framework,
+        framework_version=config.framework_version, model_id=config.model, model_as_printed=config.model_as_printed,
+        workload=config.workload or "pretrain", precision=config.precision or "unstated", seq_len=config.seq_len,
+        global_batch=config.global_batch, micro_batch=config.micro_batch, tp=config.tp, pp=config.pp, dp=config.dp,
+        ep=config.ep, cp=config.cp, strategy=config.strategy, evidence=evidence, locator="steady-state window",
+        note=note)
     figures = (("tokens_per_s_per_device", tps, "tokens/s/device"),
                ("model_tflops_per_device", tflops, "TFLOP/s/device"), ("mfu", mfu, "fraction"),
                ("step_time_s", steady.step_time_s_median, "s"))
-    return tuple(ResultRecord(metric=metric, value=value, unit=unit, **base)  # type: ignore[arg-type]
+    return tuple(replace(base, metric=metric, value=value, unit=unit)
                  for metric, value, unit in figures if value is not None and math.isfinite(value))

@@ -1,5 +1,5 @@
-from perfledger import store
 from perfledger.cli import main
+from perfledger.process import exit_process, lean_process
 
-store.lean_process()
-store.exit_process(main())
+lean_process()
+exit_process(main())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,33 +75,23 @@ def cmd_init(args: argparse.Namespace, *, rebuild: bool = False) -> int:
     added = ", ".join(f"{n} {table}" for table, n in report.inserted.items())
     print(f"{where}: {'rebuilt' if rebuild else 'initialised'}; added {added}" if report.changed
           else f"{where}: already up to date; nothing added")
-    demo = _ingest_demo_runs(engine, data_dir)
-    if demo:
-        print(f"{where}: added {demo} demo runs from {data_dir / 'logs'}")
     for u in report.unresolved:
         print(f"unresolved: {u.file}:{u.line}: {u.kind} {u.name!r} (nearest: {', '.join(u.nearest) or 'none'}); "
               "row kept with no id", file=sys.stderr)
-    return 0
+    sys.stdout.flush()  # before the child's lines
+    return _ingest_demo_runs(engine, data_dir)
 
 
 def _ingest_demo_runs(engine: Any, data_dir: Path) -> int:
-    """Ingest the sample logs listed in data/logs/manifest.csv (idempotent: same bytes, same run)."""
-    import csv
-
-    from ingest.pipeline import ingest_path  # the CLI is the edge where the two packages meet
-    from perfledger.records import RunConfig
-
-    manifest = data_dir / "logs" / "manifest.csv"
-    if not manifest.exists():
-        return 0
-    added = 0
-    with manifest.open(newline="") as fh:
-        for row in csv.DictReader(fh):
-            overrides = RunConfig(model=row["model"] or None, accelerator=row["accelerator"] or None,
-                                  n_devices=int(row["devices"]) if row["devices"] else None,
-                                  precision=row["precision"] or None)
-            added += ingest_path(engine, data_dir / "logs" / row["file"], overrides).created
-    return added
+    """`python -m ingest --demo` in a child process, on the same store: the demo logs (data/logs/manifest.csv),
+    idempotent (same bytes, same run). A child, so that perfledger never imports ingest; it prints what it added.
+    The URL travels in the environment, not on a command line other users can read."""
+    root = str(Path(__file__).resolve().parents[1])  # where ingest/ sits beside perfledger/
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = os.environ | {"PERFLEDGER_DB_URL": engine.url.render_as_string(hide_password=False),
+                        "PERFLEDGER_DATA_DIR": str(data_dir), "PYTHONPATH": path}
+    done = subprocess.run([sys.executable, "-m", "ingest", "--demo"], env=env, check=False)
+    return done.returncode
 
 
 def cmd_calc(args: argparse.Namespace) -> int:

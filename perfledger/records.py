@@ -6,8 +6,11 @@ Python objects; everything else is a small frozen dataclass.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Self
 
 import polars as pl
 
@@ -149,3 +152,78 @@ class ParseSummary:
 class SaveResult:
     run_id: int
     created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StepFiles:
+    """A run's steps in Parquet files: every STEP_SCHEMA column, NaN where a figure is not a number, in the order
+    they are to be stored (by step, repeated steps in the log's order)."""
+
+    files: tuple[Path, ...] = ()
+    rows: int = 0
+    increasing: bool = True  # step rises strictly through the files: the stored order cannot show (ORDER BY step)
+
+
+def _nothing_to_release() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRun:
+    """One log, parsed and summarised, ready to store: what store.save_run writes, with nothing left to compute.
+
+    `summary` is the stored summary JSON (steady-state figures, the log's own figures beside them, and why a
+    figure is missing); `config` the stored configuration. The steps live in temporary files until close()
+    (or the end of a `with` block).
+    """
+
+    file_name: str
+    format: LogFormat
+    content_sha256: str
+    file_bytes: int
+    config: Mapping[str, Any]
+    summary: Mapping[str, Any]
+    steps: StepFiles = StepFiles()
+    warnings: tuple[str, ...] = ()
+    results: tuple[ResultRecord, ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = ()
+    skipped_lines: int = 0
+    problems: tuple[str, ...] = ()  # the skipped lines (the first ones) as FILE:LINE: reason
+    release: Callable[[], None] = field(default=_nothing_to_release, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Remove the step files; the run can no longer be stored after this."""
+        self.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class InitReport:
+    inserted: dict[str, int]
+    unresolved: tuple[Any, ...] = ()  # seed.Unresolved rows: file, line, name, kind, nearest
+
+    @property
+    def changed(self) -> bool:
+        return any(self.inserted.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    content_sha256: str
+    format: str
+    file_name: str
+    file_bytes: int | None
+    ingested_at: datetime
+    n_steps: int
+    skipped_lines: int
+    config: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    source_id: str | None = None
+    note: str | None = None

@@ -7,40 +7,44 @@ iteration lines, so DeepSpeed is tried before Megatron.
 
 from __future__ import annotations
 
-import importlib
-
+from ingest.parsers import (
+    claims_csv,
+    deepspeed,
+    dllogger,
+    hf_results_json,
+    hf_trainer_log,
+    hf_trainer_state,
+    llmc,
+    megatron,
+    megatron_golden,
+    microbench,
+    mlperf,
+    nanogpt,
+    nemo,
+    optimum_habana,
+    torchtitan,
+)
 from ingest.parsers.base import LogParser
 
-# Module names under ingest.parsers, in detection order. Each module defines PARSER: type[LogParser]
-# with a classmethod sniff(head: str, file_name: str) -> bool.
-ORDER = (
-    "mlperf",
-    "microbench",
-    "claims_csv",
-    "megatron_golden",
-    "dllogger",
-    "hf_trainer_state",
-    "hf_results_json",
-    "optimum_habana",
-    "deepspeed",
-    "nemo",
-    "torchtitan",
-    "megatron",
-    "hf_trainer_log",
-    "nanogpt",
-    "llmc",
+PARSERS: tuple[type[LogParser], ...] = (
+    mlperf.PARSER,
+    microbench.PARSER,
+    claims_csv.PARSER,
+    megatron_golden.PARSER,
+    dllogger.PARSER,
+    hf_trainer_state.PARSER,
+    hf_results_json.PARSER,
+    optimum_habana.PARSER,
+    deepspeed.PARSER,
+    nemo.PARSER,
+    torchtitan.PARSER,
+    megatron.PARSER,
+    hf_trainer_log.PARSER,
+    nanogpt.PARSER,
+    llmc.PARSER,
 )
 
 
 def registry() -> tuple[type[LogParser], ...]:
-    """The parser classes in detection order; a module not written yet is skipped."""
-    found = []
-    for name in ORDER:
-        try:
-            module = importlib.import_module(f"ingest.parsers.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ingest.parsers.{name}":
-                raise
-            continue
-        found.append(module.PARSER)
-    return tuple(found)
+    """The parser classes in detection order."""
+    return PARSERS

@@ -5,6 +5,7 @@ Everything here is pure and generic (no format knows about another); parsers imp
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,7 @@ RANK_PREFIX = re.compile(
     r"(?:\[\d{8} [\d:]+\]\[rank-\d+/\d+\]\[\w+\]\s*\[[^\]]*\]\s*:\s*)?"
 )
 
+_INTEGER = re.compile(r"[-+]?\d+")
 _TRUE = frozenset({"true", "yes", "1", "on"})
 _FALSE = frozenset({"false", "no", "0", "off", "none", "null", ""})
 
@@ -36,22 +38,69 @@ def strip_rank_prefix(line: str) -> str:
     return RANK_PREFIX.sub("", line, count=1)
 
 
-def to_float(text: str | None) -> float | None:
-    """A printed number -> float (nan and inf kept as such); None when absent or not a number."""
-    if text is None:
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # the store's step and count columns are 64-bit
+
+
+def to_float(value: object, *, thousands: bool = False) -> float | None:
+    """A printed number ("1.5", "12%", and "1,234" with thousands=True) or a JSON number -> a finite float.
+
+    None when absent, a bool, not a number, NaN, infinite or beyond the float range ("1e309", 400 digits): the
+    caller counts or warns; nothing non-finite reaches the store, and nothing here raises.
+    """
+    if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, str):
+        text = value.strip().rstrip("%")
+        try:
+            result = float(text.replace(",", "") if thousands else text)
+        except ValueError:
+            return None
+    elif isinstance(value, int | float):
+        try:
+            result = float(value)
+        except OverflowError:  # an int past the float range
+            return None
+    else:
+        return None
+    return result if math.isfinite(result) else None
+
+
+def to_int(value: object, *, thousands: bool = False) -> int | None:
+    """A printed integer (also "8.0", "1e3") or a JSON number -> int within 64 bits; None when absent, a bool,
+    not a number, not whole, or beyond int64 (a step of 2e19 is a bad line, not a row the store refuses)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        result = value
+    elif isinstance(value, str) and _INTEGER.fullmatch(text := value.strip()):
+        try:
+            result = int(text)
+        except ValueError:  # more digits than int() reads (4,300): far past int64 anyway
+            return None
+    else:
+        number = to_float(value, thousands=thousands)
+        if number is None or number != int(number):
+            return None
+        result = int(number)
+    return result if INT64_MIN <= result <= INT64_MAX else None
+
+
+def load_json(text: str) -> Any:
+    """json.loads, where nesting too deep for the interpreter ("[" * 50,000) or an integer of more than 4,300 digits
+    is a JSONDecodeError like any other broken document, not a RecursionError or a bare ValueError."""
     try:
-        return float(text.strip().rstrip("%"))
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
     except ValueError:
-        return None
+        raise json.JSONDecodeError("a number too long to read", "", 0) from None
 
 
-def to_int(text: str | None) -> int | None:
-    """A printed integer (also "8.0") -> int; None when absent, not a number, or not whole."""
-    value = to_float(text)
-    if value is None or not math.isfinite(value) or value != int(value):
-        return None
-    return int(value)
+def json_number(value: object) -> float | None:
+    """A JSON number (not a bool, not a string) -> a finite float; None otherwise (see to_float)."""
+    return to_float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def to_bool(text: str | None) -> bool | None:

@@ -15,10 +15,13 @@ from typing import Any, ClassVar
 import polars as pl
 
 from ingest.text import TextChunk
-from perfledger.records import LineProblem, ParseSummary
+from perfledger.records import LineProblem, ParseSummary, empty_steps
 from perfledger.vocabulary import LogFormat
 
 MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted, not kept, so memory stays bounded
+# A line longer than this is skipped (counted) by the parsers that read lines in Python: no log line that carries a
+# figure is this long, and a regex's work on one line must stay small whatever the pattern.
+MAX_PARSED_LINE_CHARS = 64 * 1024
 
 
 class LogParser(ABC):
@@ -29,6 +32,17 @@ class LogParser(ABC):
         self.file_name = file_name
         self.problems: list[LineProblem] = []
         self.skipped_lines = 0
+
+    @classmethod
+    @abstractmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        """Whether the first bytes of a file (clean text) look like this format (detection's first question)."""
+
+    @classmethod
+    def claims(cls, line: str) -> bool:
+        """Whether one line is evidence of this format (detection weighs the head's lines by this); by default the
+        line alone would pass sniff()."""
+        return cls.sniff(line, "")
 
     @abstractmethod
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
@@ -51,6 +65,22 @@ class LogParser(ABC):
     @abstractmethod
     def finish(self) -> ParseSummary:
         """Called once after the last chunk. Raises ParseError when the file held nothing usable."""
+
+    def final_steps(self) -> pl.DataFrame:
+        """Steps found only in finish() (a whole-file JSON parser); read by the pipeline after finish()."""
+        return empty_steps()
+
+    def without_long_lines(self, lines: Sequence[str], first_lineno: int) -> Sequence[str]:
+        """lines, with each one longer than MAX_PARSED_LINE_CHARS made empty and counted as a skipped line."""
+        if max(map(len, lines), default=0) <= MAX_PARSED_LINE_CHARS:
+            return lines
+        kept = list(lines)
+        for i, line in enumerate(lines):
+            if len(line) > MAX_PARSED_LINE_CHARS:
+                kept[i] = ""
+                self.problem(first_lineno + i, f"line of {len(line):,} characters (over {MAX_PARSED_LINE_CHARS:,}) "
+                                               "skipped")
+        return kept
 
     def problem(self, line: int | None, reason: str) -> None:
         self.skipped_lines += 1

@@ -23,8 +23,10 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
+from perfledger.catalog import resolve_model
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat, Metric, Precision, SourceKind, Workload
@@ -57,14 +59,9 @@ def _slug(text: str) -> str:
 
 def _optional_model(name: str) -> str | None:
     try:
-        from perfledger.catalog import resolve_model  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        return resolve_model(name)
+    except PerfledgerError:
         return None
-    try:
-        resolved = resolve_model(name)
-    except (PerfledgerError, ValueError, TypeError):
-        return None
-    return resolved if isinstance(resolved, str) else None
 
 
 class RowError(ValueError):
@@ -89,6 +86,7 @@ class ClaimsCsvParser(LogParser):
         self.sources: dict[str, dict[str, str]] = {}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         for offset, line in enumerate(lines):
             if not line.strip() or line.startswith("#"):
                 continue
@@ -151,10 +149,9 @@ class ClaimsCsvParser(LogParser):
 
     @staticmethod
     def _value(metric: Metric, text: str, unit: str) -> float:
-        try:
-            value = float(text.replace(",", ""))
-        except ValueError:
-            raise RowError(f"value {text!r} is not a number") from None
+        value = to_float(text, thousands=True)
+        if value is None:
+            raise RowError(f"value {text!r} is not a finite number")
         if unit in ("", metric.unit):
             return value
         factor = ALTERNATIVE_UNITS.get((metric, unit))
@@ -188,10 +185,9 @@ class ClaimsCsvParser(LogParser):
         text = row.get(name, "").replace(",", "").strip()
         if not text:
             return None
-        try:
-            return int(float(text))
-        except ValueError:
-            raise RowError(f"{name} {text!r} is not a whole number") from None
+        if (value := to_int(text)) is None:
+            raise RowError(f"{name} {text!r} is not a whole number within 64 bits")
+        return value
 
     def finish(self) -> ParseSummary:
         if self.header is None:

@@ -20,7 +20,8 @@ import polars as pl
 
 from ingest.parsers._common import NUM, concat_steps, run_config, to_float, to_int
 from ingest.parsers.base import LogParser
-from ingest.parsers.megatron import _LAUNCH, MegatronParser
+from ingest.parsers.megatron import MegatronParser
+from ingest.parsers.megatron.fields import _LAUNCH
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
 from perfledger.vocabulary import LogFormat
@@ -74,6 +75,7 @@ class DeepSpeedParser(MegatronParser):
     feed_prepared = LogParser.feed_prepared
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         if not lines:
             return empty_steps()
         text = pl.Series("line", lines, dtype=pl.String)

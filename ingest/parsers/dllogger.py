@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import precision_from_name, run_config, to_bool, to_int
+from ingest.parsers._common import json_number, load_json, precision_from_name, run_config, to_bool, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -39,6 +39,7 @@ class DLLoggerParser(LogParser):
         self._bytes = 0
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             self._bytes += len(line) + 1
@@ -52,7 +53,7 @@ class DLLoggerParser(LogParser):
     def _record(self, line: str, lineno: int, rows: list[dict[str, Any]]) -> None:
         body = line.strip().removeprefix("DLLL ")
         try:
-            record = json.loads(body)
+            record = load_json(body)
         except json.JSONDecodeError as exc:
             self.problem(lineno, f"not a JSON record ({exc.msg}); skipped (cut short?)")
             return
@@ -63,7 +64,7 @@ class DLLoggerParser(LogParser):
         if record.get("step") == "PARAMETER":
             self._params.update(data)
             return
-        step = _int(data.get("global_step", record.get("step")))
+        step = to_int(data.get("global_step", record.get("step")))
         if step is None:
             self.problem(lineno, "record without a step number; skipped")
             return
@@ -75,16 +76,16 @@ class DLLoggerParser(LogParser):
         gbs, seq = self._p("global_batch_size"), self._p("encoder_seq_length")
         rows.append({
             "step": step,
-            "step_time_s": _float(data.get("train_step_timing in s")),
+            "step_time_s": json_number(data.get("train_step_timing in s")),
             "samples": gbs,
             "tokens": gbs * seq if gbs and seq else None,
-            "loss": _float(data.get("reduced_train_loss")),
-            "lr": _float(data.get("lr")),
-            "grad_norm": _float(data.get("grad_norm")),
+            "loss": json_number(data.get("reduced_train_loss")),
+            "lr": json_number(data.get("lr")),
+            "grad_norm": json_number(data.get("grad_norm")),
         })
 
     def _p(self, key: str) -> int | None:
-        return _int(self._params.get(f"cfg/{key}"))
+        return to_int(self._params.get(f"cfg/{key}"))
 
     def finish(self) -> ParseSummary:
         if not self._rows:
@@ -115,14 +116,6 @@ class DLLoggerParser(LogParser):
             "swiglu": ("glu" in str(p.get("cfg/activation")).lower()) if p.get("cfg/activation") else None,
             "strategy": "fsdp" if to_bool(_str(p.get("cfg/fsdp"))) else None,
         })
-
-
-def _int(value: Any) -> int | None:
-    return to_int(str(value)) if isinstance(value, int | float | str) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _str(value: Any) -> str | None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.parsers.hf_trainer_state import JsonFileParser, number, summary_results
+from ingest.parsers._common import json_number
+from ingest.parsers.hf_trainer_state import JsonFileParser, summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig
 from perfledger.vocabulary import Evidence, LogFormat
-
 
 _FLAT_START = re.compile(r'\A\s*\{\s*"[^"]+"\s*:\s*-?\d')
 
@@ -28,13 +28,13 @@ class HfResultsJsonParser(JsonFileParser):
 
     def finish(self) -> ParseSummary:
         doc = self.document()
-        if not isinstance(doc, dict) or not any(number(v) is not None for v in doc.values()):
+        if not isinstance(doc, dict) or not any(json_number(v) is not None for v in doc.values()):
             raise ParseError(self.file_name, None, "not a flat object of metrics (all_results.json)")
         results = summary_results(doc, file_name=self.file_name, locator="train_samples_per_second",
                                   evidence=Evidence.MEASURED)
         if not results:
             raise ParseError(self.file_name, None, "no train_samples_per_second in the results file")
-        meta: dict[str, Any] = {k: v for k, v in doc.items() if number(v) is not None}
+        meta: dict[str, Any] = {k: v for k, v in doc.items() if json_number(v) is not None}
         return ParseSummary(
             format=self.format,
             config=RunConfig(framework="transformers"),

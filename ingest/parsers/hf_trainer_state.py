@@ -9,12 +9,12 @@ buffered, up to MAX_JSON_BYTES; JsonFileParser is shared with the other whole-fi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import json_number, load_json
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps, steps_frame
@@ -54,7 +54,7 @@ class JsonFileParser(LogParser):
         if self._depth != 0 or not chunk.rstrip().endswith(("}", "]")):
             return empty_steps()
         try:
-            self._doc = json.loads("\n".join(self._parts))
+            self._doc = load_json("\n".join(self._parts))
         except (ValueError, RecursionError):
             return empty_steps()  # finish() parses again and says why
         self._parsed, self._parts = True, []
@@ -65,7 +65,7 @@ class JsonFileParser(LogParser):
             text = "\n".join(self._parts)
             self._parts = []
             try:
-                self._doc = json.loads(text)
+                self._doc = load_json(text)
             except ValueError as exc:
                 line = getattr(exc, "lineno", None)
                 raise ParseError(self.file_name, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
@@ -83,18 +83,12 @@ class JsonFileParser(LogParser):
         return self._late_steps
 
 
-def number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def summary_results(entry: dict[str, Any], *, file_name: str, locator: str, evidence: Evidence) -> list[ResultRecord]:
     """A Trainer summary (train_runtime, train_samples_per_second ...) -> samples/s over the whole run."""
-    samples_per_s = number(entry.get("train_samples_per_second"))
+    samples_per_s = json_number(entry.get("train_samples_per_second"))
     if samples_per_s is None or samples_per_s <= 0:
         return []
-    runtime = number(entry.get("train_runtime"))
+    runtime = json_number(entry.get("train_runtime"))
     note = "HF Trainer train_samples_per_second over the whole run (includes warm-up and any eval inside train)"
     if runtime is not None:
         note += f"; train_runtime {runtime:g} s"
@@ -155,8 +149,8 @@ class HfTrainerStateParser(JsonFileParser):
             elif "train_runtime" in entry:
                 summary = entry
             elif "loss" in entry and isinstance(entry.get("step"), int):
-                rows.append({"step": entry["step"], "loss": number(entry.get("loss")),
-                             "lr": number(entry.get("learning_rate")), "grad_norm": number(entry.get("grad_norm"))})
+                rows.append({"step": entry["step"], "loss": json_number(entry.get("loss")),
+                             "lr": json_number(entry.get("learning_rate")), "grad_norm": json_number(entry.get("grad_norm"))})
         return rows, summary
 
 

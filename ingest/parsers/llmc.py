@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, steps_frame
@@ -30,10 +31,6 @@ NO_THROUGHPUT_WARNING = (
 )
 
 
-def _float(text: str | None) -> float | None:
-    return None if text is None else float(text)
-
-
 class LlmcParser(LogParser):
     format = LogFormat.LLMC
 
@@ -47,20 +44,24 @@ class LlmcParser(LogParser):
         self.meta: dict[str, Any] = {"val_lines": 0, "eval_lines": 0}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if not line.startswith("s:"):
                 continue
-            if (m := _TRAIN.match(line)) is not None:
+            m = _TRAIN.match(line) or _VAL.match(line) or _EVAL.match(line)
+            if m is not None and (step := to_int(m.group(1))) is None:
+                self.problem(first_lineno + offset, f"step {m.group(1)[:40]} is beyond 64 bits; skipped")
+            elif m is not None and m.re is _TRAIN:
                 self.steps += 1
-                rows.append({"step": int(m.group(1)), "loss": float(m.group(2)), "lr": _float(m.group(3)),
-                             "grad_norm": _float(m.group(4))})
-            elif (m := _VAL.match(line)) is not None:
+                rows.append({"step": step, "loss": to_float(m.group(2)), "lr": to_float(m.group(3)),
+                             "grad_norm": to_float(m.group(4))})
+            elif m is not None and m.re is _VAL:
                 self.meta["val_lines"] += 1
-                self.meta["last_val_loss"] = {"step": int(m.group(1)), "loss": float(m.group(2))}
-            elif (m := _EVAL.match(line)) is not None:
+                self.meta["last_val_loss"] = {"step": step, "loss": to_float(m.group(2))}
+            elif m is not None:
                 self.meta["eval_lines"] += 1
-                self.meta["last_eval"] = {"step": int(m.group(1)), "accuracy": float(m.group(2))}
+                self.meta["last_eval"] = {"step": step, "accuracy": to_float(m.group(2))}
             else:
                 self.problem(first_lineno + offset, "an `s:` line that is neither trl, tel nor eval; skipped")
         return steps_frame(rows)

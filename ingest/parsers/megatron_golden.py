@@ -10,12 +10,12 @@ values (the release tests record none) stay NaN. Memory is bytes / 2**30 (GiB).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import load_json, to_float, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -52,7 +52,7 @@ class MegatronGoldenParser(LogParser):
                                                                f"{MAX_BYTES // 2**20} MB; refused")
         self._parts.append("\n".join(lines))
         try:
-            document = json.loads("\n".join(self._parts))
+            document = load_json("\n".join(self._parts))
         except json.JSONDecodeError:
             return empty_steps()  # not complete yet (or broken: finish says so)
         self._done = True
@@ -69,12 +69,12 @@ class MegatronGoldenParser(LogParser):
                 continue
             self._series.append(name)
             for key, raw in block["values"].items():
-                step, value = _int(key), _float(raw)
+                step, value = to_int(key), to_float(raw)
                 if step is None:
                     continue
                 if column == "memory_gb" and value is not None:
                     value /= 2**30
-                if column == "step_time_s" and value is not None and math.isnan(value):
+                if column == "step_time_s" and value is None and str(raw).strip().lower() == "nan":
                     self._nan_times += 1
                 by_step.setdefault(step, {"step": step})[column] = value
         self._rows = len(by_step)
@@ -91,26 +91,6 @@ class MegatronGoldenParser(LogParser):
             warnings.append(f"{self._nan_times} steps have iteration-time 'nan' (not recorded by this test)")
         return ParseSummary(format=self.format, config=RunConfig(framework="megatron-lm"),
                             warnings=tuple(warnings), meta={"series": self._series})
-
-
-def _int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def _float(raw: Any) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        return float(raw)
-    if isinstance(raw, str):
-        try:
-            return float(raw)
-        except ValueError:
-            return None
-    return None
 
 
 PARSER = MegatronGoldenParser

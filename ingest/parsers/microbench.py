@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import load_json
 from ingest.parsers.base import LogParser
 from perfledger.calc.block_flops import matmul_flops, transformer_block_flops
 from perfledger.errors import ParseError
@@ -70,7 +71,7 @@ def header_from_line(line: str) -> dict[str, Any] | None:
     if f'"{HEADER_KEY}"' not in line:
         return None
     try:
-        obj = json.loads(line.lstrip("\ufeff"))
+        obj = load_json(line.lstrip("\ufeff"))
     except json.JSONDecodeError:
         return None
     return obj if isinstance(obj, dict) and HEADER_KEY in obj else None
@@ -109,6 +110,7 @@ class MicrobenchParser(LogParser):
         return header_from_line(head.split("\n", 1)[0]) is not None
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         for offset, line in enumerate(lines):
             if line.strip():
                 self._read(first_lineno + offset, line)
@@ -119,7 +121,7 @@ class MicrobenchParser(LogParser):
             self._header = header
             return
         try:
-            obj = json.loads(line)
+            obj = load_json(line)
         except json.JSONDecodeError as exc:
             self.problem(lineno, f"not a JSON object ({exc.msg} at column {exc.colno}); the line was skipped")
             return

@@ -13,14 +13,15 @@ Training progress is not counted the same way in every benchmark: `tracked_stats
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import json_number, load_json, to_int
 from ingest.parsers.base import LogParser
+from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, steps_frame
 from perfledger.vocabulary import Evidence, LogFormat, Metric, SourceKind, Workload
@@ -42,18 +43,13 @@ TOKEN_COUNTED_BENCHMARKS = frozenset({"gpt3"})
 
 
 def resolve_accelerator_or_none(name: str | None) -> str | None:
-    """The catalog's canonical id for a printed accelerator name, or None (catalog absent or name unknown)."""
+    """The catalog's canonical id for a printed accelerator name, or None when the catalog does not know it."""
     if not name:
         return None
     try:
-        from perfledger.catalog import resolve_accelerator  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        return resolve_accelerator(name)
+    except PerfledgerError:
         return None
-    try:
-        resolved = resolve_accelerator(name)
-    except (PerfledgerError, ValueError, TypeError):
-        return None
-    return resolved if isinstance(resolved, str) else getattr(resolved, "id", None)
 
 
 def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:
@@ -69,19 +65,6 @@ def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:
 def _event_json(line: str, marker: str) -> str | None:
     at = line.find(marker)
     return None if at < 0 else line[at + len(marker) :]
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(str(value).strip()) if value not in (None, "") else None
-    except ValueError:
-        return None
 
 
 class MlperfParser(LogParser):
@@ -105,6 +88,7 @@ class MlperfParser(LogParser):
         self.saw_step_time = False
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if ":::" not in line:
@@ -124,7 +108,7 @@ class MlperfParser(LogParser):
 
     def _load(self, text: str, lineno: int) -> dict[str, Any] | None:
         try:
-            loaded = json.loads(text)
+            loaded = load_json(text)
         except ValueError:
             self.problem(lineno, "MLLOG event is not valid JSON (cut off or interleaved with another rank)")
             return None
@@ -137,7 +121,7 @@ class MlperfParser(LogParser):
         key = event.get("key")
         meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
         value = event.get("value")
-        time_ms = _number(event.get("time_ms"))
+        time_ms = json_number(event.get("time_ms"))
         if key == "run_start":
             if self.run_start_ms is None:
                 self.run_start_ms = time_ms
@@ -149,7 +133,7 @@ class MlperfParser(LogParser):
             return self._loss_row(value, meta)
         elif key == "eval_accuracy":
             self.values["eval_accuracy"] = value
-            epoch = _number(meta.get("epoch_num"))
+            epoch = json_number(meta.get("epoch_num"))
             self.last_eval_epoch = epoch if epoch is not None else self.last_eval_epoch
         elif isinstance(key, str) and key not in self.values:
             self.values[key] = None if isinstance(value, str) and "PLACEHOLDER" in value else value
@@ -165,10 +149,10 @@ class MlperfParser(LogParser):
 
     def _step_of(self, meta: dict[str, Any]) -> int | None:
         gbs = self._gbs()
-        samples = _number(meta.get("samples_count"))
+        samples = json_number(meta.get("samples_count"))
         if samples is not None and gbs:
             return round(samples / gbs)
-        step = _number(meta.get("step"))
+        step = json_number(meta.get("step"))
         if step is None:
             return None
         if self.step_counts_samples is None and step > 0:
@@ -183,9 +167,9 @@ class MlperfParser(LogParser):
         return {"samples": gbs, "tokens": gbs * seq if gbs and seq else None}
 
     def _tracked_row(self, value: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any] | None:
-        step_time = _number(value.get("train_step_time"))
-        loss = _number(value.get("reduced_train_loss"))
-        throughput = _number(value.get("throughput"))
+        step_time = json_number(value.get("train_step_time"))
+        loss = json_number(value.get("reduced_train_loss"))
+        throughput = json_number(value.get("throughput"))
         if throughput is not None and throughput > 0:
             self.throughputs.append(throughput)
         if step_time is not None:
@@ -198,14 +182,14 @@ class MlperfParser(LogParser):
         gbs = self._gbs()
         if step_time is None and throughput and gbs:
             step_time = gbs / throughput
-        memory = _number(value.get("max_memory_usage"))  # as logged (GB per device, unit not stated)
+        memory = json_number(value.get("max_memory_usage"))  # as logged (GB per device, unit not stated)
         return {"step": step, "step_time_s": step_time, "loss": loss, "memory_gb": memory, **self._per_step_sizes()}
 
     def _loss_row(self, value: Any, meta: dict[str, Any]) -> dict[str, Any] | None:
         step = self._step_of(meta)
         if step is None:
             return None
-        return {"step": step, "loss": _number(value), "lr": _number(meta.get("lr"))}
+        return {"step": step, "loss": json_number(value), "lr": json_number(meta.get("lr"))}
 
     def finish(self) -> ParseSummary:
         if self.events == 0 and self.sysjson is None:
@@ -253,9 +237,9 @@ class MlperfParser(LogParser):
 
     def _trained_tokens(self) -> float | None:
         if self.values.get("submission_benchmark") in TOKEN_COUNTED_BENCHMARKS:
-            trained = _number(self.values.get("trained_samples"))
+            trained = json_number(self.values.get("trained_samples"))
             return trained if trained is not None else self.last_eval_epoch
-        samples, seq = _number(self.run_stop_meta.get("samples_count")), self._seq()
+        samples, seq = json_number(self.run_stop_meta.get("samples_count")), self._seq()
         return samples * seq if samples is not None and seq else None
 
     def _derived_token_rates(self, config: RunConfig, ttt: float) -> list[ResultRecord]:
@@ -295,8 +279,8 @@ class MlperfParser(LogParser):
         model, workload = BENCHMARK_MODELS.get(str(benchmark), (None, None))
         nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
         sysjson = self.sysjson or {}
-        per_node = _int_or_none(sysjson.get("accelerators_per_node"))
-        sys_nodes = _int_or_none(sysjson.get("number_of_nodes"))
+        per_node = to_int(sysjson.get("accelerators_per_node"))
+        sys_nodes = to_int(sysjson.get("number_of_nodes"))
         n_devices = sys_nodes * per_node if sys_nodes and per_node else None
         accelerator = _str_or_none(sysjson.get("accelerator_model_name")) or platform_device
         ga = self.values.get("gradient_accumulation_steps")
@@ -320,7 +304,7 @@ class MlperfParser(LogParser):
         keep = ("submission_org", "submission_platform", "submission_division", "submission_status", "seed")
         meta: dict[str, Any] = {k: self.values[k] for k in keep if k in self.values}
         meta["source_kind"] = SourceKind.MLPERF.value
-        meta["n_nodes"] = _int_or_none((self.sysjson or {}).get("number_of_nodes")) or nodes
+        meta["n_nodes"] = to_int((self.sysjson or {}).get("number_of_nodes")) or nodes
         meta["mllog_events"] = self.events
         if self.sysjson:
             meta["system_name"] = self.sysjson.get("system_name")

@@ -8,13 +8,13 @@ the logged iteration, in milliseconds, converted to seconds.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
+from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, steps_frame
@@ -28,10 +28,6 @@ _EVAL = re.compile(r"^\s*step (\d+): train loss " + _FLOAT + r", val loss " + _F
 _TOKENS_PER_ITER = re.compile(r"tokens per iteration will be: ([\d,]+)")
 _PARAMS = re.compile(r"number of parameters: ([\d.]+)M")
 _SNIFF = re.compile(r"^\s*iter \d+: loss \S+, time \S+ms", re.MULTILINE)
-
-
-def _float(text: str | None) -> float | None:
-    return None if text is None else float(text)
 
 
 class NanogptParser(LogParser):
@@ -49,29 +45,33 @@ class NanogptParser(LogParser):
         self.meta: dict[str, Any] = {"eval_lines": 0}
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
-        for line in lines:
-            if (m := _ITER.match(line)) is not None:
+        for offset, line in enumerate(lines):
+            if (m := _ITER.match(line) or _EVAL.match(line)) is not None and to_int(m.group(1)) is None:
+                self.problem(first_lineno + offset, f"step {m.group(1)[:40]} is beyond 64 bits; skipped")
+            elif m is not None and m.re is _ITER:
                 rows.append(self._row(m))
-            elif (m := _EVAL.match(line)) is not None:
+            elif m is not None:
                 self.meta["eval_lines"] += 1
-                self.meta["last_eval"] = {"step": int(m.group(1)), "train_loss": float(m.group(2)),
-                                          "val_loss": float(m.group(3))}
+                self.meta["last_eval"] = {"step": to_int(m.group(1)), "train_loss": to_float(m.group(2)),
+                                          "val_loss": to_float(m.group(3))}
             elif (m := _TOKENS_PER_ITER.search(line)) is not None:
-                self.tokens_per_iter = int(m.group(1).replace(",", ""))
+                self.tokens_per_iter = to_int(m.group(1), thousands=True)
             elif (m := _PARAMS.search(line)) is not None:
-                self.meta["parameters_millions"] = float(m.group(1))
+                self.meta["parameters_millions"] = to_float(m.group(1))
         return steps_frame(rows)
 
     def _row(self, m: re.Match[str]) -> dict[str, Any]:
         self.steps += 1
-        loss = float(m.group(2))
-        self.nan_losses += math.isnan(loss)
-        mfu = _float(m.group(4))
+        loss = to_float(m.group(2))
+        self.nan_losses += loss is None  # the pattern reads only numbers: None is nan, inf or past the float range
+        mfu = to_float(m.group(4))
+        step_ms = to_float(m.group(3))
         return {
-            "step": int(m.group(1)),
+            "step": to_int(m.group(1)),
             "loss": loss,
-            "step_time_s": float(m.group(3)) / 1000.0,
+            "step_time_s": None if step_ms is None else step_ms / 1000.0,
             "reported_mfu": mfu / 100.0 if mfu is not None and mfu >= 0 else None,
             "tokens": float(self.tokens_per_iter) if self.tokens_per_iter else None,
         }

@@ -23,11 +23,13 @@ from perfledger.vocabulary import LogFormat, Metric
 
 _SNIFF = re.compile(r"\[NeMo [IWE] |nemo_logging|NeMo configuration file|reduced_train_loss|DLLogger has been set up")
 _DLL = re.compile(r"DLL \d{4}-\d\d-\d\d [\d:.]+ - (\w+) (.*)$")
-_DLL_PAIR = re.compile(r"([A-Za-z_][\w/ ]*?) : (\S+)")
+# Linear time: a key is at most 120 characters (unbounded, the lazy key was re-read from every start: 32 s on a
+# 40K-character line).
+_DLL_PAIR = re.compile(r"([A-Za-z_][\w/ ]{0,120}?) : (\S+)")
 _TQDM_PAIR = re.compile(r"(reduced_train_loss|global_step|consumed_samples|train_step_timing in s|lr|grad_norm)"
                         rf"=({NUM})")
 _MEMBER = re.compile(r"MEMBER: \d+/(\d+)")
-_GPU = re.compile(r"GPU \d+: (.+?) \(UUID")
+_GPU = re.compile(r"GPU \d+: (.{1,200}?) \(UUID")
 _TFLOPS = re.compile(rf"TFLOPs per sec per GPU=({NUM})")
 _YAML = re.compile(r"^\|?\s+(devices|num_nodes|precision|max_steps): ([^\s#]+)")
 
@@ -52,6 +54,7 @@ class NemoParser(LogParser):
         self._tflops: list[tuple[float, int]] = []
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if "DLL" in line or "global_step=" in line or "MEMBER:" in line or "UUID" in line \

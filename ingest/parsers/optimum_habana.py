@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ingest.parsers.hf_trainer_state import JsonFileParser, number
+from ingest.parsers._common import json_number
+from ingest.parsers.hf_trainer_state import JsonFileParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
@@ -61,7 +62,7 @@ class OptimumHabanaParser(JsonFileParser):
         for generation, figures in per_device.items():
             if not _GENERATION.match(str(generation)) or not isinstance(figures, dict):
                 continue
-            value = number(figures.get("train_samples_per_second"))
+            value = json_number(figures.get("train_samples_per_second"))
             if value is None or value <= 0:
                 continue
             out.append(self._record(test_id, str(generation), figures, value, model, kind))

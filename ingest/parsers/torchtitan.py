@@ -48,7 +48,7 @@ _BATCH = re.compile(
 )
 _MODEL_BUILD = re.compile(r"Building (\S+) (\S+) with")
 _MODEL_SIZE = re.compile(r"Model (\S+) (\S+) size: ([\d,]+) total parameters")
-_GPU = re.compile(r"(?:CUDA|GPU|ROCm) capacity: (.+?) with ([\d.]+)GiB memory")
+_GPU = re.compile(r"(?:CUDA|GPU|ROCm) capacity: (.{1,200}?) with ([\d.]+)GiB memory")
 _VERSION = re.compile(r"torchtitan version: (\S+)")
 _START = re.compile(r"Training starts at step (\d+)")
 
@@ -70,6 +70,7 @@ class TorchtitanParser(LogParser):
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         """Step lines are read vectorized (Polars over the chunk); configuration lines, a handful, in Python."""
+        lines = self.without_long_lines(lines, first_lineno)
         if not lines:
             return empty_steps()
         frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")

@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 from polars.testing import assert_series_equal
 
-from ingest.parsers import megatron as M
+from ingest.parsers.megatron import fields as mfields
+from ingest.parsers.megatron import scan as mscan
 from ingest.text import clean_text
 from tests.conftest import LOGS
 
@@ -53,11 +54,11 @@ def by_regex(lines: list[str]) -> dict[str, pl.Series]:
     """Every field by its regex, with _extract's documented shortcuts (a count no line states as non-zero is 0
     where its label is; consumed samples only when a step line lacks the batch size)."""
     frame = pl.DataFrame({"line": lines}, schema={"line": pl.String})
-    cols = frame.select(M._by_regex("_step"), *(M._by_regex(name) for name in M._FIELDS)).to_dict()
+    cols = frame.select(mscan._by_regex("_step"), *(mscan._by_regex(name) for name in mfields._FIELDS)).to_dict()
     line = pl.col("line")
-    for name in M._COUNTS:
-        if not frame.select(line.str.contains(M._ANCHORS[name] + r"\s*[1-9]").any()).item():
-            cols[name] = frame.select(pl.when(line.str.contains(M._ANCHORS[name], literal=True)).then(0.0)
+    for name in mfields._COUNTS:
+        if not frame.select(line.str.contains(mfields._ANCHORS[name] + r"\s*[1-9]").any()).item():
+            cols[name] = frame.select(pl.when(line.str.contains(mfields._ANCHORS[name], literal=True)).then(0.0)
                                       .otherwise(None)).to_series().alias(name)
     if not cols["gbs"].filter(cols["_step"].is_not_null()).null_count():
         cols["consumed_samples"] = pl.Series("consumed_samples", [None] * len(lines), dtype=pl.Float64)
@@ -65,7 +66,7 @@ def by_regex(lines: list[str]) -> dict[str, pl.Series]:
 
 
 def assert_reads_as_regex(lines: list[str]) -> None:
-    ours = M._extract(pl.Series("line", lines, dtype=pl.String), all(map(str.isascii, lines)))
+    ours = mscan._extract(pl.Series("line", lines, dtype=pl.String), all(map(str.isascii, lines)))
     oracle = by_regex(lines)
     assert sorted(ours) == sorted(oracle)
     for name, column in oracle.items():
@@ -94,14 +95,14 @@ def test_any_mix_reads_by_position_as_by_regex(fixture: str, extra: list[str], a
 
 
 def test_a_label_pattern_is_the_regex_it_replaced() -> None:
-    assert M._STEP == r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
-    assert M._FIELDS["tflops"] == r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + M.NUM + r")(?:/" + M.NUM + r")?\s*\|"
+    assert mfields._STEP == r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
+    assert mfields._FIELDS["tflops"] == r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + mfields.NUM + r")(?:/" + mfields.NUM + r")?\s*\|"
 
 
 @settings(max_examples=40, deadline=None)
 @given(hs.lists(hs.sampled_from(TRICKY), max_size=4))
 def test_one_pass_anchor_probe_answers_as_a_pass_per_anchor(lines: list[str]) -> None:
     frame = pl.DataFrame({"line": lines}, schema={"line": pl.String})
-    patterns = {name: M._escape(anchor) for name, anchor in M._ANCHORS.items()} | M._SPELLINGS
-    assert M._any_of(frame, patterns) == {key: any(re.search(rx, line) for line in lines)
+    patterns = {name: mfields._escape(anchor) for name, anchor in mfields._ANCHORS.items()} | mfields._SPELLINGS
+    assert mscan._any_of(frame, patterns) == {key: any(re.search(rx, line) for line in lines)
                                           for key, rx in patterns.items()}

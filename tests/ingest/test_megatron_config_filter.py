@@ -8,11 +8,14 @@ import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
-from ingest.parsers import megatron as M
+from ingest.parsers.megatron import config as mconfig
+from ingest.parsers.megatron import fields as mfields
+from ingest.parsers.megatron import parser as mparser
+from ingest.parsers.megatron import scan as mscan
 from ingest.text import clean_text
 from tests.conftest import LOGS
 
-KEYS = sorted(M._KEYS) + ["train_batch_size", "save-checkpoint", "num_layers_x", "Num_layers"]
+KEYS = sorted(mconfig._KEYS) + ["train_batch_size", "save-checkpoint", "num_layers_x", "Num_layers"]
 PIECES = ["0: [default0]:", "[config.py:123:print] ", "[INFO] [config", " ", "  ", "....", " ... ", "..", ": ",
           ":", " -- ", "--num-layers 24", "--seq-length=2048", "--nproc_per_node 8", "DeepSpeed info: version=0.9.0,",
           "deepspeed info .... 0.9.1,", "using world size: 8, data-parallel size: 4", "(UUID", "GPU 0: H100 (UUID",
@@ -25,7 +28,7 @@ line = hs.lists(hs.one_of(hs.sampled_from(KEYS), hs.sampled_from(PIECES),
 
 def state_after(lines: list[str]) -> dict[str, object]:
     """The parser's state after reading lines as configuration; of DeepSpeed's config dump, what is read from it."""
-    parser = M.MegatronParser("x.log")
+    parser = mparser.MegatronParser("x.log")
     for text in lines:
         parser._config_line(text)
     state = copy.deepcopy(vars(parser._s))
@@ -34,7 +37,7 @@ def state_after(lines: list[str]) -> dict[str, object]:
 
 
 def assert_dropped_lines_change_nothing(lines: list[str]) -> None:
-    kept = M._may_configure(pl.Series("line", lines, dtype=pl.String)).to_list()
+    kept = mscan._may_configure(pl.Series("line", lines, dtype=pl.String)).to_list()
     assert state_after([text for text, keep in zip(lines, kept, strict=True) if keep]) == state_after(lines)
 
 
@@ -51,4 +54,4 @@ def test_no_line_of_any_log_fixture_that_the_filter_drops_configures_the_run() -
         if path.name.endswith((".json", ".md", ".gz")):
             continue
         lines = clean_text(path.read_text(encoding="utf-8", errors="replace")).splitlines()
-        assert_dropped_lines_change_nothing([text for text in lines if M._ITERATION not in text])
+        assert_dropped_lines_change_nothing([text for text in lines if mfields._ITERATION not in text])

@@ -14,7 +14,9 @@ from hypothesis import strategies as hs
 from polars.testing import assert_series_equal
 
 from ingest import native
-from ingest.parsers import megatron as M
+from ingest.parsers.megatron import fields as mfields
+from ingest.parsers.megatron import parser as mparser
+from ingest.parsers.megatron import scan as mscan
 from ingest.text import MAX_LINE_BYTES, TextChunk, clean_text
 from tests.conftest import LOGS
 from tests.ingest.test_megatron_by_position import TRICKY
@@ -35,12 +37,12 @@ def fixture_text(name: str) -> str:
     return clean_text((LOGS / name).read_text(encoding="utf-8", errors="replace"))
 
 
-def polars_segments(text: str, first_lineno: int) -> list[M._Segment]:
+def polars_segments(text: str, first_lineno: int) -> list[mscan._Segment]:
     lines = TextChunk(first_lineno, text).lines()
-    return M._segments(pl.Series("line", lines, dtype=pl.String), first_lineno, all(map(str.isascii, lines)))
+    return mscan._segments(pl.Series("line", lines, dtype=pl.String), first_lineno, all(map(str.isascii, lines)))
 
 
-def assert_same_segments(ours: list[M._Segment], oracle: list[M._Segment]) -> None:
+def assert_same_segments(ours: list[mscan._Segment], oracle: list[mscan._Segment]) -> None:
     assert len(ours) == len(oracle)
     for a, b in zip(ours, oracle, strict=True):
         assert (a.starts_launch, a.config_lines) == (b.starts_launch, b.config_lines)
@@ -56,7 +58,7 @@ def assert_same_segments(ours: list[M._Segment], oracle: list[M._Segment]) -> No
 
 def assert_scans_as_polars(text: str, first_lineno: int = 1) -> bool:
     """Equal segments where the scanner reads the text; whether it did."""
-    scanned = M._scanned_segments(text, first_lineno)
+    scanned = mscan._scanned_segments(text, first_lineno)
     if scanned is not None:
         assert_same_segments(scanned, polars_segments(text, first_lineno))
     return scanned is not None
@@ -82,7 +84,7 @@ def test_tricky_lines_scan_as_polars_reads_them() -> None:
 
 
 # Pieces of an iteration line: every label and other spelling, and values the regexes read or refuse.
-LABELS = [field.label for field in M._LABELED.values()] + list(M._SPELLINGS)
+LABELS = [field.label for field in mfields._LABELED.values()] + list(mfields._SPELLINGS)
 VALUES = ["0", "1", "007", "12", "1.5", ".5", "5.", "1e3", "1E-05", "1.2E+01", "2.5e", "+7", "-3", "nan", "inf",
           "x", "", "1" * 25, "9007199254740993", "9007199254740992", "1e22", "1e23", "0.0000000000000000000001",
           "123456789012345678901", "1.0/2.0", "3/", "12 / 500", "12/500", "4 /x", "1,5", "0 0"]
@@ -124,22 +126,22 @@ def test_any_mix_of_launches_config_and_steps_scans_as_polars(fixture: str, extr
 @needs_scanner
 def test_the_scanner_declines_what_only_polars_reads() -> None:
     ok = " iteration 1/ 5 | lm loss: 2.5 |\n"
-    assert M._scanned_segments(ok, 1) is not None
-    assert M._scanned_segments(ok + " iteration 2/ 5 | lm loss: 2.5 | ✓\n", 1) is None  # not ASCII
-    assert M._scanned_segments(ok + " iteration 2/ 5 | TFLOPs: 120.5 |\n", 1) is None  # a field only a regex reads
-    assert M._scanned_segments(ok + "x" * (MAX_LINE_BYTES + 1) + "\n", 1) is None  # a line TextChunk would cut
-    assert M._scanned_segments("", 1) == []
+    assert mscan._scanned_segments(ok, 1) is not None
+    assert mscan._scanned_segments(ok + " iteration 2/ 5 | lm loss: 2.5 | ✓\n", 1) is None  # not ASCII
+    assert mscan._scanned_segments(ok + " iteration 2/ 5 | TFLOPs: 120.5 |\n", 1) is None  # a field only a regex reads
+    assert mscan._scanned_segments(ok + "x" * (MAX_LINE_BYTES + 1) + "\n", 1) is None  # a line TextChunk would cut
+    assert mscan._scanned_segments("", 1) == []
 
 
 def test_without_the_scanner_a_log_parses_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     text = fixture_text(ASCII_FIXTURES[0])
-    with_scanner = M.MegatronParser("x").prepare_chunk(TextChunk(1, text))
+    with_scanner = mparser.MegatronParser("x").prepare_chunk(TextChunk(1, text))
     monkeypatch.setenv("PERFLEDGER_NATIVE", "0")
     native._module.cache_clear()
     try:
         assert native.labeled_scan() is None
         assert native.why_not() == "PERFLEDGER_NATIVE=0"
-        assert_same_segments(M.MegatronParser("x").prepare_chunk(TextChunk(1, text)), with_scanner)
+        assert_same_segments(mparser.MegatronParser("x").prepare_chunk(TextChunk(1, text)), with_scanner)
     finally:
         native._module.cache_clear()
 
@@ -149,15 +151,15 @@ def test_without_the_scanner_megatron_logs_are_read_in_smaller_chunks(monkeypatc
     monkeypatch.setenv("PERFLEDGER_NATIVE", "0")
     native._module.cache_clear()
     try:
-        assert M.MegatronParser("x").chunk_bytes == M.MegatronParser.CHUNK_BYTES_POLARS < (
-            M.MegatronParser.CHUNK_BYTES_SCANNED)
+        assert mparser.MegatronParser("x").chunk_bytes == mparser.MegatronParser.CHUNK_BYTES_POLARS < (
+            mparser.MegatronParser.CHUNK_BYTES_SCANNED)
     finally:
         native._module.cache_clear()
 
 
 @needs_scanner
 def test_with_the_scanner_megatron_logs_are_read_in_larger_chunks() -> None:
-    assert M.MegatronParser("x").chunk_bytes == M.MegatronParser.CHUNK_BYTES_SCANNED
+    assert mparser.MegatronParser("x").chunk_bytes == mparser.MegatronParser.CHUNK_BYTES_SCANNED
 
 
 def test_a_scanner_that_cannot_be_built_says_why_and_is_not_used(monkeypatch: pytest.MonkeyPatch,
@@ -168,14 +170,14 @@ def test_a_scanner_that_cannot_be_built_says_why_and_is_not_used(monkeypatch: py
     try:
         assert native.labeled_scan() is None
         assert "could not build or load labeled_scan.c" in (native.why_not() or "")
-        assert M._scanned_segments(" iteration 1/ 5 | lm loss: 2.5 |\n", 1) is None
+        assert mscan._scanned_segments(" iteration 1/ 5 | lm loss: 2.5 |\n", 1) is None
     finally:
         native._module.cache_clear()
 
 
 def test_the_scan_spec_names_every_labeled_field_once() -> None:
-    fields, bail, launch, iteration = M._SCAN_SPEC
-    assert [f[0].decode() for f in fields] == [M._LABELED[name].label for name in M._SCANNED]
-    assert sorted(M._SCANNED) == sorted(M._LABELED)
-    assert {b.decode() for b in bail} == {M._ANCHORS[name] for name in M._FIELDS if name not in M._LABELED}
-    assert launch == tuple(s.encode() for s in M._LAUNCH_LITERALS) and iteration == M._ITERATION.encode()
+    fields, bail, launch, iteration = mfields._SCAN_SPEC
+    assert [f[0].decode() for f in fields] == [mfields._LABELED[name].label for name in mfields._SCANNED]
+    assert sorted(mfields._SCANNED) == sorted(mfields._LABELED)
+    assert {b.decode() for b in bail} == {mfields._ANCHORS[name] for name in mfields._FIELDS if name not in mfields._LABELED}
+    assert launch == tuple(s.encode() for s in mfields._LAUNCH_LITERALS) and iteration == mfields._ITERATION.encode()

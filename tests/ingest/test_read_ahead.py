@@ -16,7 +16,7 @@ from hypothesis import strategies as hs
 from polars.testing import assert_frame_equal
 from sqlalchemy import Engine
 
-from ingest import pipeline
+from ingest import pipeline, streams
 from ingest.parsers.megatron import MegatronParser
 from perfledger import store
 from tests.conftest import LOGS
@@ -50,7 +50,7 @@ def test_results_come_in_order_whatever_each_item_takes(n: int, workers: int, se
         finally:
             feeding.release()
 
-    out = list(pipeline._read_ahead(items(), lambda v: _jittered(v, seed), in_order, workers=workers))
+    out = list(streams.read_ahead(items(), lambda v: _jittered(v, seed), in_order, workers=workers))
     assert out == [i * 10 + 1 for i in range(n)]
     assert taken == list(range(n))
     assert fed == [i * 10 for i in range(n)]
@@ -80,8 +80,8 @@ def test_an_error_surfaces_after_the_items_before_it(workers: int, fails_in: str
 
     seen: list[int] = []
     with pytest.raises(ValueError, match="bad item 6"):
-        for value in pipeline._read_ahead(items(), prepare, in_order, workers=workers):
-            seen.append(value)
+        for value in streams.read_ahead(items(), prepare, in_order, workers=workers):
+            seen.append(value)  # noqa: PERF402 (the loop is cut short by the failure)
     assert seen == [i * 10 for i in range(6)]
     assert fed == seen  # nothing after the failure was fed
 

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 from polars.testing import assert_frame_equal
 
-from ingest import pipeline
+from ingest import streams
+from ingest.spool import StepSpool
 from perfledger.calc.steady import steady_state, steady_state_of_ordered
+from perfledger.records import STEP_SCHEMA
 from tests.calc.test_steady_in_passes import assert_same
 
 
@@ -26,7 +28,7 @@ def _frames(sizes: list[int]) -> list[pl.DataFrame]:
 @given(hs.lists(hs.integers(0, 30), max_size=20), hs.integers(1, 50))
 def test_batches_hold_every_row_once_in_order_and_only_the_last_is_short(sizes: list[int], min_rows: int) -> None:
     frames = _frames(sizes)
-    batches = list(pipeline._coalesced(iter(frames), min_rows))
+    batches = list(streams.coalesced(iter(frames), min_rows))
     assert all(b.height for b in batches)
     assert all(b.height >= min_rows for b in batches[:-1])
     expected = pl.concat(frames) if frames else pl.DataFrame()
@@ -37,21 +39,21 @@ def test_batches_hold_every_row_once_in_order_and_only_the_last_is_short(sizes: 
 
 
 def _with_summary_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """The columns the spool writes; a step time of 1 s where the frame has none."""
+    """Every step column, as a parser emits them; a step time of 1 s where the frame has none."""
     timed = frame if "step_time_s" in frame.columns else frame.with_columns(step_time_s=pl.lit(1.0))
-    return timed.with_columns(pl.lit(None, pl.Float64).alias(c) for c in
-                              ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device"))
+    return timed.with_columns(pl.lit(None, dtype).alias(c) for c, dtype in STEP_SCHEMA.items()
+                              if c not in timed.columns).select(list(STEP_SCHEMA))
 
 
 def test_steps_out_of_order_are_read_back_sorted_by_step_with_repeats_in_log_order() -> None:
-    spool = pipeline._SummarySpool()
+    spool = StepSpool()
     try:
         for frame in _frames([3, 4]):
             spool.add(_with_summary_columns(frame))
         late = pl.DataFrame({"step": [2, 0, 2], "tokens": [7.0, 8.0, 9.0]})  # below the last step, and repeated
         spool.add(_with_summary_columns(late))
         assert not spool.in_step_order
-        steps = spool.read().collect()
+        steps = spool.for_summary().collect()
         assert steps["step"].to_list() == [0, 0, 1, 2, 2, 2, 3, 4, 5, 6]
         assert steps.filter(pl.col("step") == 2)["tokens"].to_list() == [1.0, 7.0, 9.0]
         assert steps.filter(pl.col("step") == 0)["tokens"].to_list() == [1.0, 8.0]
@@ -66,11 +68,11 @@ def test_the_summary_of_steps_in_any_order_is_the_in_memory_steady_state(
         batches: list[list[tuple[int, float]]]) -> None:
     frames = [pl.DataFrame(rows, schema={"step": pl.Int64, "step_time_s": pl.Float64}, orient="row")
               .with_columns(tokens=pl.lit(4096.0)) for rows in batches]
-    spool = pipeline._SummarySpool()
+    spool = StepSpool()
     try:
         for frame in frames:
             spool.add(_with_summary_columns(frame))
-        passes = steady_state_of_ordered(spool.read())
+        passes = steady_state_of_ordered(spool.for_summary())
     finally:
         spool.close()
     assert_same(passes, steady_state(pl.concat(frames)))

@@ -5,6 +5,7 @@ Every test taking `seeded_store` or `store_engine` runs once per backend (tests/
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -22,8 +23,14 @@ from hypothesis import strategies as hs
 from sqlalchemy import Connection, Engine
 
 from ingest.pipeline import ingest_bytes, ingest_path
+from ingest.spool import StepSpool, strictly_increasing
 from perfledger import store
 from perfledger.errors import ParseError, StoreBusy, StoreNotInitialised
+from perfledger.records import PreparedRun
+from perfledger.store import bulk
+from perfledger.store.bulk import insert_parquet
+from perfledger.store.engine import connection, lock_holder
+from perfledger.vocabulary import LogFormat
 from tests.conftest import DATA_DIR, LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -161,8 +168,8 @@ def test_ingested_at_is_passed_in_not_read_from_the_clock(seeded_store: Engine) 
 def test_an_out_of_memory_error_is_not_mistaken_for_the_file_lock() -> None:
     out_of_memory = "Out of Memory Error: failed to pin block of size 256.0 KiB (15.1 MiB/15.2 MiB used)"
     lock = 'IO Error: Could not set lock on file "/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 7)'
-    assert store._lock_holder(out_of_memory) is None
-    assert store._lock_holder(lock) == "/usr/bin/python3 (PID 7)"
+    assert lock_holder(out_of_memory) is None
+    assert lock_holder(lock) == "/usr/bin/python3 (PID 7)"
 
 
 def test_has_data_is_false_without_tables_or_rows_and_true_once_anything_is_stored(
@@ -194,7 +201,7 @@ def test_catalog_rows_reads_two_rows_without_loading_pyarrow_in_a_lean_process(s
     assert model is not None and model["id"] == "llama2-70b" and model["layers"] == 80
     assert accelerator is None
     assert store.catalog_rows(seeded_store, None, None) == (None, None)
-    probe = ("import sys; from perfledger import store; store.lean_process(); "
+    probe = ("import sys; from perfledger import process, store; process.lean_process(); "
              "e = store.engine_from_url(sys.argv[1]); store.catalog_rows(e, 'llama2-70b', 'h100-sxm'); "
              "print('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe, str(seeded_store.url.render_as_string(hide_password=False))],
@@ -207,37 +214,39 @@ def test_catalog_rows_reads_two_rows_without_loading_pyarrow_in_a_lean_process(s
 def test_steps_count_as_rising_only_when_each_is_above_every_one_before(first: list[int], then: list[int]) -> None:
     """Only then may DuckDB insert a run's steps in parallel (their stored order cannot show through ORDER BY)."""
     both = first + then
-    rising = all(a < b for a, b in zip(both, both[1:], strict=False))
-    ours = store._strictly_increasing(pl.Series(first), after=None) and (
-        not then or store._strictly_increasing(pl.Series(then), after=first[-1]))
+    rising = all(a < b for a, b in itertools.pairwise(both))
+    ours = strictly_increasing(pl.Series(first), after=None) and (
+        not then or strictly_increasing(pl.Series(then), after=first[-1]))
     assert ours == rising
 
 
 def test_a_null_step_counts_as_not_rising() -> None:
-    assert not store._strictly_increasing(pl.Series([1, None, 3]), after=None)
+    assert not strictly_increasing(pl.Series([1, None, 3]), after=None)
 
 
 def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | None = None,
                  then: Callable[[Connection], None] = lambda conn: None) -> int:
-    """The rows one DuckDB run insert stored from these step frames (missing columns NULL); `then` runs next in
-    the insert's transaction."""
+    """The rows one DuckDB run insert stored from these step frames (missing columns NULL), spooled as the
+    pipeline spools them; `then` runs next in the insert's transaction."""
     engine = store.engine_from_url(f"duckdb:///{tmp_path / 'steps.duckdb'}")
     store.create_schema(engine)
-    header = store.RunHeader(format="megatron", file_name="many.log", ingested_at=datetime(2026, 1, 1, tzinfo=UTC))
+    spool = StepSpool()
     try:
-        with store._connection(engine, write=True) as conn:
+        for frame in frames:
+            spool.add(frame.with_columns(pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS
+                                         if c not in frame.columns).select(store.STEP_COLUMNS))
+        steps = spool.step_files()
+        with connection(engine, write=True) as conn:
             if threads is not None:
                 conn.exec_driver_sql(f"SET threads = {threads}")
-            run_id = store._insert_run(conn, header)
-            with store._BulkWriter(conn, store.schema.step, increasing="step") as steps:
-                for frame in frames:
-                    steps.add(store._step_rows(run_id, frame.with_columns(
-                        pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS if c not in frame.columns)))
+            insert_parquet(conn, store.schema.step, steps.files, store.STEP_COLUMNS, rows=steps.rows,
+                           order_shows=not steps.increasing, constants={"run_id": 1})
             if threads is not None:
                 assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == threads  # put back
             then(conn)
             return int(conn.exec_driver_sql("SELECT count(*) FROM step").scalar())
     finally:
+        spool.close()
         engine.dispose()
 
 
@@ -253,10 +262,10 @@ def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_thread
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each DuckDB thread of a parallel insert fills row groups of its own: left at a many-core machine's thread
     count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 500k steps under 24 MB, 16 threads."""
-    monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", "24MB")
+    monkeypatch.setattr(bulk, "DUCKDB_INSERT_MEMORY", "24MB")
     frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}).with_columns(
         step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin()) for first in range(0, 500_000, 25_000)]
-    assert sum(f.height for f in frames) >= store.PARALLEL_INSERT_MIN_ROWS
+    assert sum(f.height for f in frames) >= bulk.PARALLEL_INSERT_MIN_ROWS
     assert insert_steps(tmp_path, frames, threads=16) == 500_000
 
 
@@ -265,8 +274,8 @@ def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int) -> None:
     """Every column filled. On two threads 225k steps needed 35 MB (DuckDB 1.5.6), so a run that small goes on
     one (13 MB); 500k steps on two need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
-    limit_mb = int(store.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
-    monkeypatch.setattr(store, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
+    limit_mb = int(bulk.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
+    monkeypatch.setattr(bulk, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
     assert insert_steps(tmp_path, full_width_steps(steps)) == steps
 
 
@@ -283,22 +292,40 @@ def test_after_a_runs_insert_duckdb_no_longer_holds_the_blocks_it_wrote(tmp_path
     held: list[int] = []
     insert_steps(tmp_path, full_width_steps(250_000), then=lambda conn: held.append(int(conn.exec_driver_sql(
         "SELECT sum(memory_usage_bytes) FROM duckdb_memory()").scalar())))
-    assert held[0] <= int(store.DUCKDB_EVICT_MEMORY.removesuffix("MB")) * 2**20
+    assert held[0] <= int(bulk.DUCKDB_EVICT_MEMORY.removesuffix("MB")) * 2**20
 
 
 def test_a_cli_process_exits_with_its_code_after_its_output_and_exit_handlers() -> None:
     """exit_process skips Python's module teardown (0.2-0.3 s), not what a command still had to say."""
-    probe = ("import atexit, sys; atexit.register(print, 'handler ran'); from perfledger import store; "
-             "print('result', end=''); sys.stderr.write('note'); store.exit_process(3)")
+    probe = ("import atexit, sys; atexit.register(print, 'handler ran'); from perfledger import process; "
+             "print('result', end=''); sys.stderr.write('note'); process.exit_process(3)")
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as a terminal-less run has it
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=buffered)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=buffered,
+                         check=False)
     assert (out.returncode, out.stdout, out.stderr) == (3, "resulthandler ran\n", "note")
 
 
 def test_a_cli_process_under_a_profiler_still_writes_its_profile(tmp_path: Path) -> None:
     script = tmp_path / "probe.py"
-    script.write_text("from perfledger import store\nstore.exit_process(0)\n")
+    script.write_text("from perfledger import process\nprocess.exit_process(0)\n")
     profile = tmp_path / "probe.prof"
     subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), str(script)], check=True, timeout=60,
                    cwd=Path(__file__).resolve().parents[2])
     assert profile.stat().st_size > 0
+
+
+def test_steps_logged_out_of_order_are_stored_by_step_with_repeats_in_the_logs_order(
+        seeded_store: Engine) -> None:
+    lines = [(5, 1.0), (6, 2.0), (2, 3.0), (6, 4.0), (1, 5.0)]  # (step, loss): back, and step 6 twice
+    frames = [pl.DataFrame({"step": [s], "loss": [loss]}) for s, loss in lines]
+    spool = StepSpool()
+    for frame in frames:
+        spool.add(frame.with_columns(pl.lit(None, pl.Float64).alias(c) for c in store.STEP_COLUMNS
+                                     if c not in frame.columns).select(store.STEP_COLUMNS))
+    prepared = PreparedRun(file_name="late.log", format=LogFormat("megatron"), content_sha256="ab" * 32,
+                           file_bytes=1, config={}, summary={}, steps=spool.step_files(), release=spool.close)
+    with prepared:
+        saved = store.save_run(seeded_store, prepared)
+    stored = store.steps(seeded_store, saved.run_id)
+    assert list(zip(stored["step"], stored["loss"], strict=True)) == sorted(lines, key=lambda sl: sl[0])
+    assert not spool.step_files().files or not prepared.steps.files[0].exists()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfledger import store
+from perfledger.settings import load_settings
 from tests.conftest import LOGS, ROOT
 from tests.postgres_server import connect
 
@@ -90,7 +91,7 @@ def test_dashboard_keeps_reading_while_the_cli_writes(store_url: str, backend: s
     rc, _, err = finished(writer)
     assert rc == 0, err
     assert store.runs(engine).height == 1 and seen <= {0, 1}
-    assert len(waits) >= 3 and max(waits) < store.load_settings().lock_wait_s
+    assert len(waits) >= 3 and max(waits) < load_settings().lock_wait_s
     print(f"{backend}: {len(waits)} reads while writing, longest {max(waits):.3f} s")
 
 

@@ -1,0 +1,45 @@
+"""The store: an engine from a URL, one transaction per write, queries returning Polars frames.
+
+Split along its seams: `engine` (engines, connections, the file lock, driver errors), `write` (save_run,
+add_results, delete_run), `bulk` (big appends: DuckDB from Parquet, PostgreSQL by COPY), `read` (queries),
+`copy` (a whole ledger between stores) and `init` (tables, data/). Callers use the names re-exported here.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from perfledger import schema
+from perfledger.records import InitReport, RunRow, SaveResult
+from perfledger.store.copy import copy_store
+from perfledger.store.engine import engine_from_url, is_duckdb, mask_url
+from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
+from perfledger.store.read import (
+    RUN_LIST_FIELDS,
+    STEP_COLUMNS,
+    accelerators,
+    catalog,
+    catalog_rows,
+    counts,
+    find_run,
+    finite_or_none,
+    has_data,
+    models,
+    query,
+    result_counts,
+    results,
+    run,
+    runs,
+    sources,
+    step_times,
+    steps,
+)
+from perfledger.store.write import add_results, delete_run, result_row_key, save_run
+
+__all__ = [
+    "RUN_LIST_FIELDS", "STEP_COLUMNS", "Engine", "InitReport", "RunRow", "SaveResult", "accelerators", "add_results",
+    "catalog", "catalog_rows", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
+    "engine_from_url", "find_run", "finite_or_none", "has_data", "has_schema", "init_store", "is_duckdb", "mask_url",
+    "models", "query", "rebuild_store", "result_counts", "result_row_key", "results", "run", "runs", "save_run",
+    "schema", "sources", "step_times", "steps",
+]

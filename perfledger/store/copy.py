@@ -1,0 +1,91 @@
+"""copy_store: a whole ledger from one store into an empty one (DuckDB <-> PostgreSQL), ids kept, counts checked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+
+from perfledger import schema
+from perfledger.errors import StoreError
+from perfledger.store.bulk import FrameWriter
+from perfledger.store.engine import connection as _connection
+from perfledger.store.engine import mask_url
+from perfledger.store.init import create_schema, has_schema
+from perfledger.store.read import cast_to, counts, polars_type
+
+COPY_BATCH_ROWS = 50_000
+
+
+def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
+    """Copy every table of the ledger at `src` into the empty store at `dst`, ids kept; rows per table.
+
+    The destination's tables are created when missing and must hold no row. All writes happen in one
+    transaction on `dst`: the row counts are checked against the source's before it commits (a mismatch is
+    a StoreError and nothing is kept), and the id sequences of `run` and `result` are moved past the copied
+    ids, so the next ingest on the destination does not collide with them.
+    """
+    if not has_schema(src):
+        raise StoreError(mask_url(str(src.url)), "it holds no perfledger tables; nothing to copy")
+    create_schema(dst)
+    held = {t: n for t, n in counts(dst).items() if n}
+    if held:
+        rows = ", ".join(f"{n} {t}" for t, n in held.items())
+        raise StoreError(mask_url(str(dst.url)),
+                         f"the destination already holds rows ({rows}); copy into an empty store")
+    with _connection(src, write=False) as read, _connection(dst, write=True) as write:
+        expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+        for table in schema.TABLES:
+            with FrameWriter(write, table) as writer:
+                for frame in _frames_in_batches(read, sa.select(table).order_by(*_copy_order(table))):
+                    writer.add(frame)
+        copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+        if copied != expected:
+            diff = ", ".join(f"{t}: {n} read, {copied[t]} written" for t, n in expected.items() if n != copied[t])
+            raise StoreError(mask_url(str(dst.url)), f"row counts differ after the copy ({diff}); nothing was kept")
+        for table in (schema.run, schema.result):
+            _advance_id_sequence(write, table)
+    return copied
+
+
+def _copy_order(table: sa.Table) -> list[sa.ColumnElement[Any]]:
+    return list(table.primary_key.columns) or [table.c.run_id, table.c.step]
+
+
+def _frames_in_batches(conn: Connection, stmt: sa.Select[Any], size: int = COPY_BATCH_ROWS) -> Iterator[pl.DataFrame]:
+    """A select's rows as frames of at most `size` rows, in schema dtypes, without reading them all at once."""
+    target = {c.name: polars_type(c) for c in stmt.selected_columns}
+    if conn.dialect.name == "duckdb":
+        reader = conn.execute(stmt).cursor.to_arrow_reader(size)
+        for batch in reader:
+            yield cast_to(pl.from_arrow(batch), target)  # type: ignore[arg-type]
+        return
+    result = conn.execution_options(stream_results=True, yield_per=size).execute(stmt)
+    for part in result.partitions(size):
+        yield pl.DataFrame([tuple(r) for r in part], schema=target, orient="row")
+
+
+_SEQUENCE_IN_DEFAULT = re.compile(r"nextval\('([A-Za-z0-9_.]+)'\)")
+
+
+def _advance_id_sequence(conn: Connection, table: sa.Table) -> None:
+    """Move the sequence behind `table.id` past the largest stored id (after rows were inserted with ids)."""
+    top = int(conn.scalar(sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0))) or 0)
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT setval(pg_get_serial_sequence(:t, 'id'), :v, :called)"),
+                     {"t": table.name, "v": max(top, 1), "called": top > 0})
+    elif conn.dialect.name == "duckdb" and top > 0:
+        default = conn.scalar(sa.text("SELECT column_default FROM duckdb_columns() "
+                                      "WHERE table_name = :t AND column_name = 'id'"), {"t": table.name})
+        m = _SEQUENCE_IN_DEFAULT.search(str(default or ""))
+        if m is None:
+            return
+        seq = m.group(1)  # a plain identifier (the pattern allows nothing else)
+        current = int(conn.scalar(sa.text(f"SELECT nextval('{seq}')")) or 0)  # DuckDB has no setval
+        if current < top:
+            conn.execute(sa.text(f"SELECT max(nextval('{seq}')) FROM range({int(top - current)})"))
+

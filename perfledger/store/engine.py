@@ -1,0 +1,120 @@
+"""Engines and connections: an engine from a URL, one connection per call, driver errors as perfledger errors.
+
+No connection is held between calls (NullPool), so another process can take DuckDB's file lock whenever
+no query of ours is running. Driver exceptions become perfledger errors here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.pool import NullPool
+
+from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.settings import load_settings
+
+
+def engine_from_url(url: str | None = None) -> Engine:
+    """An engine for the store at `url` (else PERFLEDGER_DB_URL, else the bundled DuckDB file)."""
+    url = url or load_settings().db_url
+    sa_url = sa.make_url(url)
+    if sa_url.get_backend_name() == "duckdb" and sa_url.database not in (None, "", ":memory:"):
+        Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return sa.create_engine(sa_url, poolclass=NullPool)
+    except Exception as exc:  # a bad URL or a missing driver: say which URL
+        raise StoreError(mask_url(url), str(exc)) from exc
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password replaced by ***, for sidebars and messages."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
+
+
+def is_duckdb(engine: Engine) -> bool:
+    return engine.dialect.name == "duckdb"
+
+
+_HOLDER = re.compile(r"Conflicting lock is held in (\S+)(?: \(PID (\d+)\))?")
+
+
+_LOCK_WORD = re.compile(r"\block\b", re.IGNORECASE)  # a word: DuckDB's out-of-memory error says "block"
+
+
+# DuckDB 1.5 lets one instance per process hold a file. A connection opened while the instance of another
+# connection of this process to the same file is still closing meets it ("Unique file handle conflict"): it is
+# waited out like another process's lock. Seen as a second error on the Runs page in the browser tests (twice in
+# seven runs before this): Streamlit's fast reruns start a session's new script run while the old one may still
+# be closing.
+_SAME_FILE_IN_PROCESS = "Unique file handle conflict"
+
+
+def lock_holder(message: str) -> str | None:
+    """Who holds the DuckDB file, from a driver's error message; None when the error is not about the lock."""
+    if _SAME_FILE_IN_PROCESS in message:
+        return "another connection of this process"
+    if _LOCK_WORD.search(message) is None:
+        return None
+    m = _HOLDER.search(message)
+    if m is None:
+        return "another process"
+    return f"{m.group(1)} (PID {m.group(2)})" if m.group(2) else m.group(1)
+
+
+_MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
+
+
+@contextmanager
+def translated(engine: Engine) -> Iterator[None]:
+    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised or StoreError."""
+    try:
+        yield
+    except DBAPIError as exc:
+        holder = lock_holder(str(exc.orig))
+        if holder is not None and is_duckdb(engine):
+            raise StoreBusy(mask_url(str(engine.url)), holder) from exc
+        reason = str(exc.orig).splitlines()[0]
+        if _MISSING_TABLE.search(reason):
+            raise StoreNotInitialised(mask_url(str(engine.url)),
+                                      reason + " (is the store initialised? run: python -m perfledger init)") from exc
+        raise StoreError(mask_url(str(engine.url)), reason) from exc
+
+
+@contextmanager
+def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
+    """A connection (a transaction when writing), retrying DuckDB's file lock for a bounded time."""
+    if write and load_settings().read_only:
+        raise ReadOnlyStore(mask_url(str(engine.url)))
+    deadline = time.monotonic() + load_settings().lock_wait_s
+    delay = 0.02
+    while True:
+        try:
+            with translated(engine):
+                conn = engine.connect()
+            break
+        except StoreBusy:
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    with translated(engine), conn:
+        if write:
+            with conn.begin():
+                yield conn
+        else:
+            yield conn
+
+
+def sql_text(path: Path) -> str:
+    """A path as an SQL string literal."""
+    return "'" + str(path).replace("'", "''") + "'"

@@ -1,0 +1,277 @@
+"""Read queries: each opens one connection, returns a Polars frame (or a small record) with schema dtypes."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+
+from perfledger import schema
+from perfledger.errors import StoreNotInitialised
+from perfledger.records import STEP_SCHEMA, RunRow
+from perfledger.store.engine import connection as _connection
+
+STEP_COLUMNS = tuple(STEP_SCHEMA)
+
+
+_PL_TYPES: dict[type, pl.DataType] = {
+    sa.Integer: pl.Int64(),
+    sa.Float: pl.Float64(),
+    sa.Boolean: pl.Boolean(),
+    sa.String: pl.String(),
+    sa.Text: pl.String(),
+    sa.DateTime: pl.Datetime("us", "UTC"),
+}
+
+
+def polars_type(column: sa.ColumnElement[Any]) -> pl.DataType:
+    for sa_type, pl_type in _PL_TYPES.items():
+        if isinstance(column.type, sa_type):
+            return pl_type
+    return pl.String()
+
+
+def _frame(conn: Connection, stmt: sa.Select[Any]) -> pl.DataFrame:
+    """Run a select and return a frame whose dtypes follow the schema, the same on every engine."""
+    target = {c.name: polars_type(c) for c in stmt.selected_columns}
+    if conn.dialect.name == "duckdb":
+        frame = conn.execute(stmt).cursor.pl()  # Arrow, no row objects
+    else:
+        frame = pl.read_database(stmt, conn, infer_schema_length=None)
+    if frame.height == 0:
+        return pl.DataFrame(schema=target)
+    return cast_to(frame, target)
+
+
+def cast_to(frame: pl.DataFrame, target: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    return frame.with_columns(
+        pl.col(name).cast(dtype, strict=False) for name, dtype in target.items() if frame.schema[name] != dtype
+    )
+
+
+def query(engine: Engine, stmt: sa.Select[Any]) -> pl.DataFrame:
+    with _connection(engine, write=False) as conn:
+        return _frame(conn, stmt)
+
+
+def _results_select() -> sa.Select[Any]:
+    r, s, a, m = schema.result, schema.source, schema.accelerator, schema.model
+    return (
+        sa.select(
+            *[c for c in r.c if c.name != "row_key"],
+            s.c.kind.label("source_kind"),
+            s.c.title.label("source_title"),
+            s.c.url.label("source_url"),
+            s.c.date.label("source_date"),
+            a.c.name.label("accelerator_name"),
+            a.c.vendor.label("accelerator_vendor"),
+            m.c.name.label("model_name"),
+        )
+        .select_from(
+            r.outerjoin(s, r.c.source_id == s.c.id)
+            .outerjoin(a, r.c.accelerator_id == a.c.id)
+            .outerjoin(m, r.c.model_id == m.c.id)
+        )
+        .order_by(r.c.id)
+    )
+
+
+def results(
+    engine: Engine,
+    *,
+    metric: str | Sequence[str] | None = None,
+    model_ids: Sequence[str] | None = None,
+    accelerator_ids: Sequence[str] | None = None,
+    source_ids: Sequence[str] | None = None,
+    run_id: int | None = None,
+    columns: Sequence[str] | None = None,
+) -> pl.DataFrame:
+    """Result rows with their source, accelerator and model names; every filter is a bound parameter.
+
+    `columns` keeps only those (in the table's order): a page that reads a third of them fetches a third.
+    """
+    r = schema.result
+    stmt = _results_select()
+    if columns is not None:
+        unknown = set(columns) - {c.name for c in stmt.selected_columns}
+        if unknown:
+            raise ValueError(f"no result column named {', '.join(sorted(unknown))}")
+        stmt = stmt.with_only_columns(*(c for c in stmt.selected_columns if c.name in set(columns)))
+    if metric is not None:
+        stmt = stmt.where(r.c.metric.in_([metric] if isinstance(metric, str) else list(metric)))
+    if model_ids is not None:
+        stmt = stmt.where(r.c.model_id.in_(list(model_ids)))
+    if accelerator_ids is not None:
+        stmt = stmt.where(r.c.accelerator_id.in_(list(accelerator_ids)))
+    if source_ids is not None:
+        stmt = stmt.where(r.c.source_id.in_(list(source_ids)))
+    if run_id is not None:
+        stmt = stmt.where(r.c.run_id == run_id)
+    return query(engine, stmt)
+
+
+def result_counts(engine: Engine, by: str) -> pl.DataFrame:
+    """Result rows and distinct sources per value of `by` (source_kind or a result column), counted in SQL."""
+    r, src = schema.result, schema.source
+    column = src.c.kind if by == "source_kind" else r.c[by]
+    stmt = (sa.select(column.label(by), sa.func.count().label("result rows"),
+                      sa.func.count(sa.distinct(r.c.source_id)).label("sources"))
+            .select_from(r.outerjoin(src, r.c.source_id == src.c.id))
+            .group_by(column))
+    return query(engine, stmt)
+
+
+def _accelerators_select() -> sa.Select[Any]:
+    return sa.select(schema.accelerator).order_by(schema.accelerator.c.id)
+
+
+def _models_select() -> sa.Select[Any]:
+    return sa.select(schema.model).order_by(schema.model.c.id)
+
+
+def accelerators(engine: Engine) -> pl.DataFrame:
+    return query(engine, _accelerators_select())
+
+
+def models(engine: Engine) -> pl.DataFrame:
+    return query(engine, _models_select())
+
+
+def catalog_rows(engine: Engine, model_id: str | None, accelerator_id: str | None
+                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The model's and the accelerator's catalog rows (None where the id is None or unknown), through one
+    connection and without Arrow: an ingest process that reads two rows should not load pyarrow (~40 MB)."""
+    if model_id is None and accelerator_id is None:
+        return None, None
+    wanted = [(schema.model, model_id), (schema.accelerator, accelerator_id)]
+    with _connection(engine, write=False) as conn:
+        found = [conn.execute(sa.select(table).where(table.c.id == ident)).mappings().first()
+                 if ident is not None else None for table, ident in wanted]
+    return tuple(dict(row) if row is not None else None for row in found)  # type: ignore[return-value]
+
+
+def catalog(engine: Engine) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(models, accelerators) through one connection: opening a DuckDB connection costs about 10 ms, as much as
+    reading both tables."""
+    with _connection(engine, write=False) as conn:
+        return _frame(conn, _models_select()), _frame(conn, _accelerators_select())
+
+
+def sources(engine: Engine) -> pl.DataFrame:
+    """Every source with the number of result rows it backs."""
+    s, r = schema.source, schema.result
+    n = sa.select(r.c.source_id, sa.func.count().label("n_results")).group_by(r.c.source_id).subquery()
+    stmt = (
+        sa.select(*s.c, sa.func.coalesce(n.c.n_results, 0).label("n_results"))
+        .select_from(s.outerjoin(n, n.c.source_id == s.c.id))
+        .order_by(s.c.id)
+    )
+    return query(engine, stmt)
+
+
+def has_data(engine: Engine) -> bool:
+    """True when any result or run is stored; False when there is none or the tables do not exist yet.
+
+    One EXISTS query: the pages ask this on every render (counting rows and inspecting the schema took 0.15 s).
+    """
+    stmt = sa.select(sa.or_(sa.exists(sa.select(schema.result.c.id)), sa.exists(sa.select(schema.run.c.id))))
+    try:
+        with _connection(engine, write=False) as conn:
+            return bool(conn.scalar(stmt))
+    except StoreNotInitialised:
+        return False
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    """Row counts per table: what the ledger holds."""
+    with _connection(engine, write=False) as conn:
+        if not sa.inspect(conn).has_table("result"):
+            return {t.name: 0 for t in schema.TABLES}
+        return {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+
+
+def find_run(engine: Engine, content_sha256: str) -> int | None:
+    with _connection(engine, write=False) as conn:
+        return conn.scalar(sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == content_sha256))
+
+
+def run(engine: Engine, run_id: int) -> RunRow | None:
+    with _connection(engine, write=False) as conn:
+        row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().first()
+    if row is None:
+        return None
+    data = dict(row)
+    return RunRow(
+        **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes")},
+        ingested_at=_utc(data["ingested_at"]),
+        n_steps=data["n_steps"],
+        skipped_lines=data["skipped_lines"],
+        config=json.loads(data["config"] or "{}"),
+        warnings=json.loads(data["warnings"] or "[]"),
+        summary=json.loads(data["summary"]) if data["summary"] else None,
+        source_id=data["source_id"],
+        note=data["note"],
+    )
+
+
+RUN_LIST_FIELDS = {
+    "model": ("config", "model"),
+    "accelerator": ("config", "accelerator"),
+    "n_devices": ("config", "n_devices"),
+    "precision": ("config", "precision"),
+    "step_time_s_median": ("summary", "step_time_s_median"),
+    "tokens_per_s_per_device": ("summary", "tokens_per_s_per_device"),
+    "model_tflops_per_device": ("summary", "model_tflops_per_device"),
+    "mfu": ("summary", "mfu"),
+    "jitter_cv": ("summary", "jitter_cv"),
+}
+_RUN_LIST_TYPES = {"n_devices": pl.Int64()} | dict.fromkeys(
+    ("step_time_s_median", "tokens_per_s_per_device", "model_tflops_per_device", "mfu", "jitter_cv"), pl.Float64()
+)
+
+
+def runs(engine: Engine) -> pl.DataFrame:
+    """Every ingested run, newest first, with its configuration and steady-state figures flattened."""
+    r = schema.run
+    base = query(
+        engine,
+        sa.select(r.c.id, r.c.file_name, r.c.format, r.c.ingested_at, r.c.n_steps, r.c.skipped_lines, r.c.config, r.c.summary)
+        .order_by(r.c.id.desc()),
+    )
+    blobs = {
+        "config": [json.loads(v or "{}") for v in base["config"]],
+        "summary": [json.loads(v) if v else {} for v in base["summary"]],
+    }
+    extra = {
+        name: pl.Series(name, [blobs[blob][i].get(key) for i in range(base.height)], dtype=_RUN_LIST_TYPES.get(name, pl.String()), strict=False)
+        for name, (blob, key) in RUN_LIST_FIELDS.items()
+    }
+    return base.drop("config", "summary").with_columns(**extra)
+
+
+def steps(engine: Engine, run_id: int) -> pl.DataFrame:
+    s = schema.step
+    stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
+    return query(engine, stmt)
+
+
+def step_times(engine: Engine, run_id: int) -> pl.DataFrame:
+    """Only the columns the steady-state rule needs, for big runs."""
+    s = schema.step
+    stmt = sa.select(s.c.step, s.c.step_time_s, s.c.tokens).where(s.c.run_id == run_id).order_by(s.c.step)
+    return query(engine, stmt)
+
+
+def _utc(value: datetime) -> datetime:
+    """The same instant in UTC, whatever time zone the engine's session uses (PostgreSQL: the server's)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,158 @@
+"""Writes, each in one transaction: a prepared run with its steps and results, standalone results, a deletion."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from perfledger import schema
+from perfledger.errors import StoreError
+from perfledger.records import STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
+from perfledger.store.bulk import insert_parquet
+from perfledger.store.engine import connection
+from perfledger.store.read import find_run
+
+STEP_COLUMNS = tuple(STEP_SCHEMA)
+
+
+def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | None = None) -> SaveResult:
+    """Store a prepared run, its steps and its results in one transaction; the same bytes again are a no-op.
+
+    Nothing is parsed or computed here: the steps are read from the run's Parquet spool (DuckDB inserts from it,
+    PostgreSQL COPYs from it). A run whose content hash is already stored is returned as it is; a writer that
+    stores the same bytes first wins the race, and its run is returned. Any exception rolls everything back.
+    """
+    try:
+        with connection(engine, write=True) as conn:
+            existing = _run_id(conn, prepared.content_sha256)
+            if existing is not None:
+                return SaveResult(existing, created=False)
+            run_id = _insert_run(conn, prepared, ingested_at or datetime.now(UTC))
+            steps = prepared.steps
+            insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
+                           order_shows=not steps.increasing, constants={"run_id": run_id})
+            insert_missing(conn, schema.source, prepared.sources)
+            insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
+    except StoreError as exc:
+        if isinstance(exc.__cause__, IntegrityError):  # a racing writer stored the same bytes first
+            existing = find_run(engine, prepared.content_sha256)
+            if existing is not None:
+                return SaveResult(existing, created=False)
+        raise
+    return SaveResult(run_id, created=True)
+
+
+def _run_id(conn: Connection, content_sha256: str) -> int | None:
+    return conn.scalar(sa.select(schema.run.c.id).where(schema.run.c.content_sha256 == content_sha256))
+
+
+def _insert_run(conn: Connection, prepared: PreparedRun, ingested_at: datetime) -> int:
+    values = {
+        "content_sha256": prepared.content_sha256,
+        "format": prepared.format.value,
+        "file_name": prepared.file_name,
+        "file_bytes": prepared.file_bytes,
+        "ingested_at": ingested_at,
+        "config": _json(prepared.config),
+        "warnings": _json(list(prepared.warnings)),
+        "summary": _json(prepared.summary),
+        "n_steps": prepared.steps.rows,
+        "skipped_lines": prepared.skipped_lines,
+    }
+    return int(conn.execute(sa.insert(schema.run).values(**values).returning(schema.run.c.id)).scalar_one())
+
+
+def add_results(engine: Engine, records: Sequence[ResultRecord], *, sources: Sequence[Mapping[str, Any]] = ()) -> int:
+    """Store standalone results (a claims CSV, say) and any new sources they cite, in one transaction."""
+    with connection(engine, write=True) as conn:
+        insert_missing(conn, schema.source, sources)
+        return insert_results(conn, records)
+
+
+def delete_run(engine: Engine, run_id: int) -> bool:
+    """Remove a run, its steps and the results it produced, in one transaction."""
+    with connection(engine, write=True) as conn:
+        conn.execute(sa.delete(schema.result).where(schema.result.c.run_id == run_id))
+        conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
+        gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount
+    return bool(gone)
+
+
+def insert_missing(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Insert the rows whose id the table does not hold yet; how many were new."""
+    if not rows:
+        return 0
+    existing = set(conn.execute(sa.select(table.c.id)).scalars())
+    fresh = [dict(r) for r in rows if r["id"] not in existing]
+    if fresh:
+        conn.execute(_insert_new(conn, table), fresh)
+    return len(fresh)
+
+
+def _insert_new(conn: Connection, table: sa.Table) -> sa.Insert:
+    """An INSERT that, on PostgreSQL, skips a row another writer committed since we looked (same key).
+
+    DuckDB has one writer at a time (its file lock), so there the plain INSERT cannot meet such a row.
+    """
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    return sa.insert(table)
+
+
+def result_row_key(record: ResultRecord) -> str:
+    """SHA-256 of the record's canonical JSON: the same number from the same place is stored once."""
+    payload = json.dumps(asdict(record), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _result_row(record: ResultRecord) -> dict[str, Any]:
+    row = asdict(record)
+    row["row_key"] = result_row_key(record)
+    return row
+
+
+def insert_results(conn: Connection, records: Sequence[ResultRecord]) -> int:
+    """Insert the records not stored yet (by row key); how many were new."""
+    if not records:
+        return 0
+    rows = {r["row_key"]: r for r in map(_result_row, records)}
+    existing = set(conn.execute(sa.select(schema.result.c.row_key)).scalars())
+    fresh = [row for key, row in rows.items() if key not in existing]
+    if fresh:
+        conn.execute(_insert_new(conn, schema.result), fresh)
+    return len(fresh)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_finite(value), sort_keys=True, default=_json_default, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities become null: JSON has no spelling for them, and PostgreSQL refuses them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
