@@ -264,3 +264,11 @@ def count_input(label: str, current: float, *, key: str, where: Any = st) -> flo
     except ValueError as exc:
         where.error(str(exc), icon=":material/error:")
         return current
+
+
+def implausible(table: pl.DataFrame, db: Engine) -> None:
+    """The audit's warning on a page showing figures it calls implausible (perfledger.views.output.implausible_in)."""
+    lines = views.implausible_in(table, db)
+    if lines:
+        st.warning("The audit calls these figures implausible (see the Audit page):\n"
+                   + "\n".join(f"- {plain(line)}" for line in lines), icon=":material/warning:")

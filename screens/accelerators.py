@@ -38,6 +38,7 @@ if state.section != "compare":
     _ui.describe(state)
     _ui.mixed_caveat(state)
     table = _ui.compute(PAGE, state, db)
+    _ui.implausible(table, db)
     for line in views.hardware.summaries(table) if state.section == "head" else []:
         st.markdown(f"- {_ui.plain(line)}")
     if state.section == "head" and table.height == 0:
@@ -79,9 +80,7 @@ if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
 st.altair_chart(charts.accelerator_bars(table, table["normalized unit"][0]), width="stretch")
-if table["warning"].is_not_null().any():
-    st.warning("Rows with a **warning** are figures the audit calls implausible; see the Audit page.",
-               icon=":material/warning:")
+_ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)
 _ui.show_formula(PAGE, views.input_rows(table, db),

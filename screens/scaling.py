@@ -34,6 +34,7 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored rows for this selection; clear a filter.")
     st.stop()
+_ui.implausible(table, db)
 computed = views.rows_of_kind(table, "computed")
 if state.section == "scaling" and computed.height:
     st.markdown("**Throughput vs devices** (dashed: ideal linear from each series' smallest device count)")

@@ -60,6 +60,7 @@ if caveats:
 if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")
+_ui.implausible(table, db)
 st.altair_chart(charts.speedup_bars(table), width="stretch")
 _ui.show_table(table, FORMATS, key="speedups_table")
 _ui.download(state, table)
