@@ -38,3 +38,21 @@ if state.source:
 table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, {"value": "%,.4g"}, key="sources_table")
 _ui.download(state, table)
+
+if not state.source:
+    imported = views.sources.imports(db)
+    st.subheader("Claim imports")
+    if imported.height:
+        st.caption("Claims files stored with `python -m perfledger import` or the Runs page's upload: "
+                   "one row per file and source, with the rows it stored.")
+        _ui.show_table(imported, {"rows": "%,d", "run": "%d"}, key="sources_imports")
+    else:
+        st.caption("No claims file imported yet.")
+    unlinked = views.sources.unlinked(db)
+    st.subheader("Unlinked names")
+    if unlinked.height:
+        st.caption("Printed model and accelerator names no catalog row claims: their rows are stored but no figure "
+                   "can be recomputed. Link one with the command shown (check the id), or add an alias row.")
+        _ui.show_table(unlinked, {"rows": "%,d"}, key="sources_unlinked")
+    else:
+        st.caption("Every stored model and accelerator name links to the catalog.")
