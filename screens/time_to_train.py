@@ -49,7 +49,7 @@ chosen = views.chosen_row(table)
 m1, m2, m3 = st.columns(3)
 m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time (h)']:,.1f} h", delta_color="off",
           delta_arrow="off")
-m2.metric("Throughput used", f"{chosen['tokens/s/device']:,.0f} tokens/s/device")
+m2.metric("Throughput used (tokens/s/device)", f"{chosen['tokens/s/device']:,.0f}")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
 st.caption(_ui.plain(chosen["basis"]))
 st.altair_chart(charts.time_vs_devices(table), width="stretch")
