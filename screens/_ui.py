@@ -205,9 +205,10 @@ LABELS = {
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 
 
-def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None) -> None:
+def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
+               first: Sequence[str] = ()) -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
-    stored column names shown under readable labels."""
+    stored column names shown under readable labels, the `first` columns leftmost (the CSV keeps its order)."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
                for name, fmt in (formats or {}).items() if name in frame.columns}
@@ -224,7 +225,9 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
         config["url"] = st.column_config.LinkColumn("url")
     text = [c for c, t in frame.schema.items() if t == pl.String and c not in ("source", "source_id", "url")]
     frame = frame.with_columns(pl.col(text).fill_null("—"))  # the screen reads "—", the CSV keeps blanks
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)
+    order = [c for c in first if c in frame.columns] if first else []
+    order += [c for c in frame.columns if c not in order] if order else []
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None)
 
 
 def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str,

@@ -12,6 +12,8 @@ from screens import _ui
 PAGE = _ui.this_page(__file__)
 FORMATS = {"reported": "%,.1f", "recomputed": "%,.1f", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
+SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "rel_diff", "verdict",
+              "plausibility", "explanation")  # the claim, its figures and the verdict; details to the right
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")
@@ -38,6 +40,6 @@ counts = views.verdict_counts(table)
 cols = st.columns(len(views.VERDICTS))
 for col, verdict in zip(cols, views.VERDICTS, strict=True):
     col.metric(verdict, counts.get(verdict, 0))
-_ui.show_table(table, FORMATS, key="audit_table")
+_ui.show_table(table, FORMATS, key="audit_table", first=SHOWN_FIRST)
 _ui.download(state, table)
 _ui.show_formula(PAGE, note=state.rule().describe())
