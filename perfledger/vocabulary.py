@@ -77,6 +77,10 @@ class LogFormat(StrEnum):
     LLMC = "llmc"
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
+    MAXTEXT = "maxtext"
+    COMPOSER = "composer"
+    WANDB_HISTORY = "wandb_history"
+    TENSORBOARD = "tensorboard"
 
 
 class Precision(StrEnum):
