@@ -80,7 +80,7 @@ class MaxtextParser(LogParser):
             self.meta.setdefault("jax_version", m.group(1))
         elif (m := _TFLOPS_PER_STEP.search(line)) is not None:
             self.meta["model_tflops_per_step_per_device"] = to_float(m.group(1))
-        elif line.startswith("TFRT TPU ") or line.startswith("TFRT GPU "):
+        elif line.startswith(("TFRT TPU ", "TFRT GPU ")):
             self.meta.setdefault("backend_as_printed", line.strip())
 
     def _row(self, m: re.Match[str]) -> dict[str, Any] | None:
@@ -124,8 +124,8 @@ class MaxtextParser(LogParser):
 
     def _warnings(self) -> list[str]:
         if self.devices is None:
-            return ["MaxText's `Num_devices:` line was not found: tokens per step are empty; throughput comes from the "
-                    "logged Tokens/s/device"]
+            return [("MaxText's `Num_devices:` line was not found: tokens per step are empty; throughput comes "
+                     "from the logged Tokens/s/device")]
         return []
 
 
