@@ -78,9 +78,6 @@ class LogFormat(StrEnum):
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
     MAXTEXT = "maxtext"
-    COMPOSER = "composer"
-    WANDB_HISTORY = "wandb_history"
-    TENSORBOARD = "tensorboard"
 
 
 class Precision(StrEnum):
