@@ -19,6 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.settings import load_settings
+from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 
 
 def engine_from_url(url: str | None = None) -> Engine:
@@ -110,9 +111,26 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
     with translated(engine), conn:
         if write:
             with conn.begin():
+                if is_duckdb(engine):
+                    conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
+                sweep = str(engine.url) not in _SWEPT
+                if sweep:
+                    _sweep(engine, conn)
                 yield conn
+            if sweep:
+                _SWEPT.add(str(engine.url))
         else:
             yield conn
+
+
+_SWEPT: set[str] = set()  # the stores this process has written to once (the sweep committed)
+
+
+def _sweep(engine: Engine, conn: Connection) -> None:
+    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed."""
+    if is_duckdb(engine):
+        remove_orphan_rows(conn)
+    remove_dead_spools()
 
 
 def sql_text(path: Path) -> str:
