@@ -86,8 +86,8 @@ class HfTrainerLogParser(LogParser):
         if "/" in text and ("it/s" in text or "s/it" in text):
             self._bars(text)
         if "{'" in text:
-            for m in _DICT.finditer(text):
-                self._dict(m.group(0), lineno, rows)
+            for found in _DICT.finditer(text):
+                self._dict(found.group(0), lineno, rows)
             return
         if "*****" in text:
             self.in_block = "train metrics" in text
@@ -122,8 +122,8 @@ class HfTrainerLogParser(LogParser):
             self.steps += 1
             # HF logs when global_step % logging_steps == 0, so the k-th loss dict is step k * logging_steps
             step = self.steps * self.logging_steps if self.logging_steps else self.bar_step or self.steps
-            rows.append({"step": step, "loss": json_number(values.get("loss")), "lr": json_number(values.get("learning_rate")),
-                         "grad_norm": json_number(values.get("grad_norm"))})
+            rows.append({"step": step, "loss": json_number(values.get("loss")),
+                         "lr": json_number(values.get("learning_rate")), "grad_norm": json_number(values.get("grad_norm"))})
         else:
             self.eval_dicts += 1
 
@@ -154,7 +154,8 @@ class HfTrainerLogParser(LogParser):
         return ParseSummary(
             format=self.format,
             config=RunConfig(framework="transformers", precision=self.precision, n_devices=self._devices(),
-                             **self.config),
+                             micro_batch=self.config.get("micro_batch"), global_batch=self.config.get("global_batch"),
+                             grad_accum=self.config.get("grad_accum")),
             problems=tuple(self.problems),
             warnings=tuple(warnings),
             results=tuple(results),

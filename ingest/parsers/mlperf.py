@@ -119,7 +119,8 @@ class MlperfParser(LogParser):
 
     def _event(self, event: dict[str, Any]) -> dict[str, Any] | None:
         key = event.get("key")
-        meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+        found = event.get("metadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
         value = event.get("value")
         time_ms = json_number(event.get("time_ms"))
         if key == "run_start":
@@ -277,7 +278,7 @@ class MlperfParser(LogParser):
     def _config(self) -> RunConfig:
         benchmark = self.values.get("submission_benchmark")
         model, workload = BENCHMARK_MODELS.get(str(benchmark), (None, None))
-        nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
+        _nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
         sysjson = self.sysjson or {}
         per_node = to_int(sysjson.get("accelerators_per_node"))
         sys_nodes = to_int(sysjson.get("number_of_nodes"))

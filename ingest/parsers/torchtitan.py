@@ -108,6 +108,7 @@ class TorchtitanParser(LogParser):
         self.steps += fields.height
         self.saw_step_time = self.saw_step_time or fields["time_s"].is_not_null().any()
         devices = self._devices()
+        device_count: pl.Expr
         if mesh_from is not None:  # rows before the mesh line knew no device count
             device_count = pl.when(pl.col("i") > mesh_from).then(pl.lit(devices, dtype=pl.Float64))
         else:

@@ -53,7 +53,7 @@ class MegatronParser(StepFramer):
     CHUNK_BYTES_POLARS = 6 * 1024 * 1024
 
     @property
-    def chunk_bytes(self) -> int:  # type: ignore[override]
+    def chunk_bytes(self) -> int | None:
         return self.CHUNK_BYTES_SCANNED if native.labeled_scan() is not None else self.CHUNK_BYTES_POLARS
 
     @classmethod
