@@ -18,8 +18,8 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import json_number, to_float
+from ingest.parsers._hf import summary_results
 from ingest.parsers.base import LogParser
-from ingest.parsers.hf_trainer_state import summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, steps_frame
 from perfledger.vocabulary import Evidence, LogFormat
