@@ -31,6 +31,7 @@ class LogParser(ABC):
         self.file_name = file_name
         self.problems: list[LineProblem] = []
         self.skipped_lines = 0
+        self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
 
     @property
     def chunk_bytes(self) -> int | None:
