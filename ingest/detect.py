@@ -16,6 +16,7 @@ names no format, or names one by fewer than MIN_EVIDENCE lines.
 from __future__ import annotations
 
 import gzip
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -45,7 +46,8 @@ class StrayLine:
 @dataclass(frozen=True, slots=True)
 class Detection:
     parser: type[LogParser]
-    evidence: int  # head lines the parser claims (0: its evidence is the head as a whole)
+    evidence: int  # head lines the parser claims (0: its evidence is the head as a whole; a sole candidate's
+    # count stops at MIN_EVIDENCE)
     stray: tuple[StrayLine, ...] = ()
 
 
@@ -57,9 +59,12 @@ def weigh(head: str, *, file_name: str) -> Detection:
         known = ", ".join(fmt.value for fmt in LogFormat)
         raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
     lines = head.split("\n")
+    if len(candidates) == 1:  # nothing to weigh: count its evidence only as far as MIN_EVIDENCE
+        claims = (i for i, line in enumerate(lines) if candidates[0].claims(line))
+        return Detection(candidates[0], sum(1 for _ in itertools.islice(claims, MIN_EVIDENCE)))
     claimed = [[i for i, line in enumerate(lines) if parser.claims(line)] for parser in candidates]
-    if len(candidates) == 1 or not claimed[0]:
-        return Detection(candidates[0], len(claimed[0]))
+    if not claimed[0]:
+        return Detection(candidates[0], 0)
     best = max(range(len(candidates)), key=lambda k: (len(claimed[k]), -k))
     # Whole-head evidence keeps the file when it comes first or when the most claimed is a line or two.
     whole = [k for k in range(len(candidates)) if not claimed[k]]

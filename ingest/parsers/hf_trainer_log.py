@@ -11,13 +11,14 @@ are read with ast.literal_eval (literals only, never code).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, to_float
+from ingest.parsers._common import json_number, to_float, to_int
 from ingest.parsers._hf import summary_results
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
@@ -42,15 +43,13 @@ _SNIFF = re.compile(r"\{'(?:loss|train_runtime)': |\*\*\*\*\* (?:Running trainin
 
 def hms_seconds(text: str) -> float | None:
     """'0:15:19.02' -> 919.02; '17:52:38.15' -> 64358.15; a plain number passes through."""
-    parts = text.split(":")
-    try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        return None
+    values = [to_float(p) for p in text.split(":")]
+    if None in values:
+        return None  # not a number, or not a finite one
     seconds = 0.0
     for value in values:
-        seconds = seconds * 60 + value
-    return seconds
+        seconds = seconds * 60 + (value or 0.0)
+    return seconds if math.isfinite(seconds) else None
 
 
 class HfTrainerLogParser(LogParser):
@@ -95,7 +94,7 @@ class HfTrainerLogParser(LogParser):
         if "=" in text:
             self._header_or_metric(text)
             if self.logging_steps is None and (m := _LOGGING_STEPS.search(text)) is not None:
-                self.logging_steps = int(m.group(1))
+                self.logging_steps = to_int(m.group(1))
             if self.precision is None and (m := _HALF.search(text)) is not None:
                 self.precision = m.group(1)
 
@@ -130,10 +129,11 @@ class HfTrainerLogParser(LogParser):
     def _header_or_metric(self, text: str) -> None:
         for name, rx in _HEADER.items():
             if (m := rx.search(text)) is not None:
-                self.config.setdefault(name, int(m.group(1).replace(",", "")))
+                if (count := to_int(m.group(1), thousands=True)) is not None:
+                    self.config.setdefault(name, count)
                 return
         if (m := _TOTAL_STEPS.search(text)) is not None:
-            self.total_steps = int(m.group(1).replace(",", ""))
+            self.total_steps = to_int(m.group(1), thousands=True)
             return
         if self.in_block:
             body = text.split(">>", 1)[-1]

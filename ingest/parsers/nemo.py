@@ -72,11 +72,11 @@ class NemoParser(LogParser):
         if not self._dll_mode and "global_step=" in text:
             self._tqdm(text, rows)
         elif (m := _MEMBER.search(text)) is not None:
-            self._world = int(m.group(1))
+            self._world = to_int(m.group(1))
         elif (m := _GPU.search(text)) is not None:
             self._gpu = self._gpu or m.group(1).strip()
-        elif (m := _TFLOPS.search(text)) is not None:
-            self._tflops.append((float(m.group(1)), lineno))
+        elif (m := _TFLOPS.search(text)) is not None and (tflops := to_float(m.group(1))) is not None:
+            self._tflops.append((tflops, lineno))
         elif (m := _YAML.match(text)) is not None:
             self._yaml.setdefault(m.group(1), m.group(2))
 

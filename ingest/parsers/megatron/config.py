@@ -15,6 +15,7 @@ from ingest.parsers._common import (
     precision_from_name,
     strip_rank_prefix,
     to_bool,
+    to_float,
     to_int,
 )
 from ingest.parsers.base import LogParser
@@ -108,8 +109,7 @@ class ConfigReader(LogParser):
         if (m := _GPU_NAME.search(line)) is not None:
             s.accelerator = s.accelerator or m.group(1).strip()
             return
-        if (m := _MEMORY.search(line)) is not None:
-            mb = float(m.group(1))
+        if (m := _MEMORY.search(line)) is not None and (mb := to_float(m.group(1))) is not None:
             s.peak_allocated_mb = mb if s.peak_allocated_mb is None else max(s.peak_allocated_mb, mb)
             return
         if (m := _DIST_WORLD.search(line)) is not None:
@@ -164,7 +164,7 @@ class ConfigReader(LogParser):
         return world
 
     def _config_fields(self) -> dict[str, Any]:
-        gbs = self._config_int("global_batch_size") or (int(self._s.last_gbs) if self._s.last_gbs else None)
+        gbs = self._config_int("global_batch_size") or to_int(self._s.last_gbs)
         tp, pp, cp = (self._config_int(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                                      "context_parallel_size"))
         world = self._world_size()
