@@ -6,9 +6,9 @@
 
 A case is one or two mutations of a fixture (tests/ingest/mutations.py: byte flips, duplicated, dropped and cut
 lines, numbers replaced by 1e309 / 400 digits / nan / -inf / 2**63 / 2e19, JSON nested 50,000 deep, lines of
-100K-300K characters), detected and parsed as the pipeline does. Outcomes: parsed (no NaN or infinity in any
-step or result), refused with a typed error naming the file (and line where one is to blame), crashed (any other
-exception: a bug), stored a non-finite value (a bug). Crashes and bad values are printed, one JSON line each.
+100K-300K characters), detected and parsed as the pipeline does. Outcomes: parsed (no infinity in any step, no
+NaN but a diverged loss, no non-finite result), refused with a typed error naming the file (and the line where one
+is to blame), crashed (any other exception: a bug), stored a non-finite value (a bug). Crashes and bad values are printed, one JSON line each.
 Worker k of --jobs J runs the cases of seed (seed, k): the run is the same for the same -n, --seed and --jobs.
 """
 

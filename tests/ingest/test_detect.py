@@ -1,5 +1,6 @@
-"""Detection by weight of evidence: a stray line of another format, at the top of a real log or inside its head,
-neither changes the file's format nor its steps; it is skipped, counted and noted."""
+"""Detection: text of no known format is refused naming every format; by weight of evidence, a stray line of
+another format, at the top of a real log or inside its head, changes neither the file's format nor its steps: it
+is skipped, counted and noted."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ingest.detect import detect_head, weigh, weigh_head
+from ingest.detect import detect_format, detect_head, weigh, weigh_head
 from ingest.pipeline import prepare
+from perfledger.errors import UnknownFormat
+from perfledger.vocabulary import LogFormat
 from tests.conftest import LOGS
 
 STRAY = {
@@ -74,3 +77,10 @@ def test_stray_lines_are_named_by_line_number() -> None:
     head = "\n".join([STRAY["nanogpt"]] * 2 + [STRAY["mlperf"]] + [STRAY["nanogpt"]] * 5)
     found = weigh(head, file_name=str(Path("x.log")))
     assert [(s.lineno, s.format.value) for s in found.stray] == [(3, "mlperf")]
+
+
+def test_random_text_is_unknown_and_the_error_lists_every_format() -> None:
+    with pytest.raises(UnknownFormat) as err:
+        detect_format("lorem ipsum dolor sit amet\n" * 50, file_name="notes.txt")
+    for fmt in LogFormat:
+        assert fmt.value in str(err.value)
