@@ -187,20 +187,15 @@ def step_frame_from_columns(columns: Mapping[str, pl.Series | None], height: int
     for name, dtype in STEP_SCHEMA.items():
         col = columns.get(name)
         data[name] = (null_column(name, height, dtype) if col is None
-                      else no_infinity(col.alias(name).cast(dtype, strict=False)))
+                      else finite_or_null(col.alias(name).cast(dtype, strict=False), keep_nan=name == "loss"))
     return pl.DataFrame(data)
 
 
-def no_infinity(column: pl.Series) -> pl.Series:
-    """A float column with ±inf ("inf", "1e309" cast from text) made null; NaN is kept (a diverged run's loss is
-    a fact the summary counts and warns about); other columns unchanged."""
-    if not column.dtype.is_float() or not column.is_infinite().any():
-        return column
-    return pl.select(pl.when(~pl.lit(column).is_infinite()).then(pl.lit(column))).to_series().alias(column.name)
-
-
-def finite_or_null(column: pl.Series) -> pl.Series:
-    """A float column with NaN and ±inf made null; others unchanged."""
+def finite_or_null(column: pl.Series, *, keep_nan: bool = False) -> pl.Series:
+    """A float column with ±inf ("inf", "1e309" cast from text) and NaN made null; with keep_nan, NaN stays (a
+    diverged run's loss: the summary counts and warns about it). Other columns unchanged."""
     if not column.dtype.is_float() or column.is_finite().all():
         return column
-    return pl.select(pl.when(pl.lit(column).is_finite()).then(pl.lit(column))).to_series().alias(column.name)
+    value = pl.lit(column)
+    kept = value.is_finite() | value.is_nan() if keep_nan else value.is_finite()
+    return pl.select(pl.when(kept).then(value)).to_series().alias(column.name)

@@ -19,8 +19,8 @@ from perfledger.records import steps_frame
 
 
 def _num(text: str | None) -> float | None:
-    """A printed number; None when absent, unreadable or infinite ("inf", "1e309"): no infinity reaches a step.
-    NaN stays NaN."""
+    """A printed number; None when absent, unreadable or infinite ("inf", "1e309"). NaN is nulled by the step
+    frame except in the loss."""
     if text is None:
         return None
     try:
@@ -52,6 +52,8 @@ class TorchtitanParser(torchtitan.TorchtitanParser):
         found = {name: _num(m.group(1)) if (m := rx.search(rest)) else None for name, rx in _FIELDS.items()}
         if found["loss"] is None and found["tps"] is None and found["tflops"] is None:
             return None
+        found = {name: None if name != "loss" and value is not None and math.isnan(value) else value
+                 for name, value in found.items()}
         self.steps += 1
         step_time = found["time_s"]
         self.saw_step_time = self.saw_step_time or step_time is not None
