@@ -14,14 +14,14 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
-from ingest.detect import WIDE_HEAD_BYTES, detect_head
+from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.parsers.base import LogParser
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
@@ -107,7 +107,9 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
         raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
     if not head_bytes.strip():
         raise ParseError(file_name, None, "the file is empty")
-    return stream, detect_head(head_bytes, file_name=file_name)(file_name)
+    parser = detect_head(head_bytes, file_name=file_name)(file_name)
+    skip_stray_lines(parser, head_bytes)
+    return stream, parser
 
 
 def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
@@ -118,6 +120,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         for frame in coalesced(_reporting(frames, progress), STEP_BATCH_ROWS):
             spool.add(frame)
         parsed = parser.finish()
+        if parser.notes:
+            parsed = replace(parsed, warnings=(*parsed.warnings, *parser.notes))
         tail = getattr(parser, "final_steps", None)  # whole-file JSON parsers may finish only here
         if tail is not None:
             spool.add(tail())
