@@ -166,8 +166,8 @@ PRECISION_ALIASES: dict[str, Precision] = {_key(w): p for p, words in _PRECISION
 
 # Mixed recipes keep their meaning: the precision of the matmuls (what MFU is against) and the sentence that says so.
 _MIXED: tuple[tuple[tuple[str, ...], Precision, str], ...] = (
-    (("bf16", "float8"), Precision.FP8, "BF16 compute with Float8 linears: the matmuls run in FP8, so MFU is "
-                                        "against the FP8 dense peak (a BF16-peak MFU is a convention, not the figure)"),
+    (("bf16", "float8"), Precision.FP8, ("BF16 compute with Float8 linears: the matmuls run in FP8, so MFU is "
+                                        "against the FP8 dense peak (a BF16-peak MFU is a convention, not the figure)")),
     (("bf16", "fp8"), Precision.FP8, "BF16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
     (("fp16", "fp8"), Precision.FP8, "FP16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
 )

@@ -46,7 +46,6 @@ OPTIONAL = (
     "global_batch", "micro_batch", "strategy", "workload", "source_url", "source_date", "source_kind", "evidence",
     "locator", "note", "baseline",
 )
-_INT_FIELDS = ("n_devices", "seq_len", "global_batch", "micro_batch")
 
 
 def _slug(text: str) -> str:
@@ -150,7 +149,10 @@ class ClaimsCsvParser(LogParser):
             locator=row.get("locator") or None,
             note="; ".join(n for n in notes if n) or None,
             baseline=row.get("baseline") or None,
-            **{name: self._int(row, name) for name in _INT_FIELDS},
+            n_devices=self._int(row, "n_devices"),
+            seq_len=self._int(row, "seq_len"),
+            global_batch=self._int(row, "global_batch"),
+            micro_batch=self._int(row, "micro_batch"),
         )
 
     @staticmethod

@@ -77,11 +77,12 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
                   run_id: int | None, importer: str, token: str | None = None) -> ClaimsWrite:
     """Store claims by key inside the caller's transaction: new keys added, changed ones updated, rows under a
     curated source refused (one sentence each); the sources the rows cite created as imported."""
-    kinds: dict[str, str] = {sid: kind for sid, kind in conn.execute(sa.select(schema.source.c.id, schema.source.c.kind))}
+    source = schema.source
+    kinds: dict[str, str] = {sid: kind for sid, kind in conn.execute(sa.select(source.c.id, source.c.kind))}
     curated = {sid for sid, kind in kinds.items() if kind not in IMPORTED_KINDS}
-    refused = [(i, f"source {r.source_id!r} is curated (loaded from data/sources.csv): an import cannot add "
-                   "figures under it; give the row a source of its own")
-               for i, r in enumerate(records) if r.source_id in curated]
+    why = ("is curated (loaded from data/sources.csv): an import cannot add figures under it; give the row a "
+           "source of its own")
+    refused = [(i, f"source {r.source_id!r} {why}") for i, r in enumerate(records) if r.source_id in curated]
     keep = [r for i, r in enumerate(records) if r.source_id not in curated]
     cited = {r.source_id for r in keep}
     fresh_sources = [imported_source(s, importer, token) for s in sources if s["id"] in cited and s["id"] not in kinds]
