@@ -51,3 +51,18 @@ def test_an_import_cannot_add_figures_under_a_curated_source(seeded: store.Engin
     assert any(p.startswith("c.csv:2: source") and "curated" in p for p in outcome.problems)
     mine = store.sources(seeded).filter(pl.col("id") == "my_bench").row(0, named=True)
     assert mine["kind"] == "cli" and "imported via cli" in mine["evidence"]
+
+
+def test_delete_removes_an_imported_source_and_refuses_a_curated_one(seeded: store.Engine, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfledger.cli import main
+
+    text = HEADER + "my_bench,tokens_per_s_per_device,999,tokens/s/GPU,llama2-7b,h100-sxm,bf16,reported\n"
+    ingest_bytes(seeded, text.encode(), "c.csv")
+    url = str(seeded.url)
+    curated = store.sources(seeded).filter(pl.col("kind") != "cli")["id"][0]
+    assert main(["delete", "--source", curated, "--db", url]) == 2
+    monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", "s3cret")
+    assert main(["delete", "--source", "my_bench", "--db", url, "--token", "wrong"]) == 2
+    assert main(["delete", "--source", "my_bench", "--db", url, "--token", "s3cret"]) == 0
+    assert store.results(seeded).filter(pl.col("source_id") == "my_bench").height == 0
