@@ -158,6 +158,8 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
             config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=_SOURCE_TEXT)
     if "url" in frame.columns:
         config["url"] = st.column_config.LinkColumn("url")
+    text = [c for c, t in frame.schema.items() if t == pl.String and c not in ("source", "source_id", "url")]
+    frame = frame.with_columns(pl.col(text).fill_null("—"))  # the screen reads "—", the CSV keeps blanks
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)
 
 
@@ -171,3 +173,30 @@ def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: C
 def choose_many(label: str, options: Sequence[str], current: Sequence[str], *, key: str) -> tuple[str, ...]:
     opts = list(dict.fromkeys([*current, *options]))
     return tuple(st.multiselect(label, opts, default=list(current), key=key))
+
+
+def choose_workload(current: str, *, key: str, where: Any = st) -> str:
+    """The workload filter of a comparing page (perfledger.views._shared.WORKLOADS; "all" mixes them)."""
+    from perfledger.views._shared import WORKLOAD_LABELS, WORKLOADS
+
+    return choose("Workload", WORKLOADS, current, key=key, fmt=lambda w: WORKLOAD_LABELS.get(w, w), where=where)
+
+
+def mixed_caveat(state: Any) -> None:
+    """The warning a view carries when the user asked it to mix workloads."""
+    caveat = state.caveat() if hasattr(state, "caveat") else ""
+    if caveat:
+        st.warning(caveat[:1].upper() + caveat[1:] + ".", icon=":material/warning:")
+
+
+def count_input(label: str, current: float, *, key: str, where: Any = st) -> float:
+    """A text input for a count that reads 300B / 1.2T (perfledger.views._shared.parse_count); a value it cannot
+    read is said under the input and the current count is kept."""
+    from perfledger.views._shared import parse_count, si
+
+    text = str(where.text_input(label, si(current), key=key))
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        where.error(str(exc), icon=":material/error:")
+        return current

@@ -11,7 +11,7 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"speedup (x)": "%.1fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
+FORMATS = {"speedup (x)": "%.2fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
 db = _ui.engine()
@@ -25,6 +25,7 @@ state = replace(state, preset=preset or state.preset)
 if state.preset == "custom":
     accs, models = store.accelerators(db)["id"].to_list(), store.models(db)["id"].to_list()
     state = replace(state, models=_ui.choose_many("Models", models, state.models, key=PAGE.key("m")),
+                    workload=_ui.choose_workload(state.workload, key=PAGE.key("w")),
                     metric=_ui.choose("Metric", list(views.METRIC_LABELS), state.metric, key=PAGE.key("mt"),
                                       fmt=views.METRIC_LABELS.__getitem__))
     b, c = st.columns(2)
@@ -46,6 +47,7 @@ state = replace(state, formula=_ui.choose("FLOPs formula for recomputed TFLOPS",
                                           key=PAGE.key("f"), fmt=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
 st.subheader(state.describe())
+_ui.mixed_caveat(state)
 
 table = _ui.compute(PAGE, state, db)
 if table.height == 0:

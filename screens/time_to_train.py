@@ -26,7 +26,7 @@ c1, c2, c3, c4 = st.columns(4)
 state = replace(
     state,
     model=_ui.choose("Model", store.models(db)["id"].to_list(), state.model, key=PAGE.key("m"), where=c1),
-    tokens=float(c2.number_input("Tokens", 1.0, 1e15, state.tokens, step=1e9, format="%.3e", key=PAGE.key("tok"))),
+    tokens=_ui.count_input("Tokens (e.g. 300B, 1.2T)", state.tokens, key=PAGE.key("tok"), where=c2),
     accelerator=_ui.choose("Accelerator", store.accelerators(db)["id"].to_list(), state.accelerator,
                            key=PAGE.key("a"), where=c3),
     devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key=PAGE.key("n"))),

@@ -38,11 +38,11 @@ def audit_utilization(results: pl.DataFrame, models: pl.DataFrame, accelerators:
             basis.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["metric"], float(r["value"]))
     rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
             for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
-    return pl.DataFrame(rows, schema=AUDIT_COLUMNS, orient="row")
+    return pl.DataFrame(rows, schema=AUDIT_COLUMNS)
 
 
 def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Mapping[str, Mapping[str, Any]],
-               accels: Mapping[str, Mapping[str, Any]], rule: audit.AuditRule) -> tuple[Any, ...]:
+               accels: Mapping[str, Mapping[str, Any]], rule: audit.AuditRule) -> dict[str, Any]:
     reported, factor = float(claim["value"]), HFU_FACTOR if claim["metric"] == "hfu" else 1.0
     tps, tflops = basis.get(audit.THROUGHPUT_METRIC), basis.get(audit.CLAIM_METRIC)
     peaks = _peaks(accels.get(claim["accelerator_id"] or ""), claim["precision"])
@@ -75,10 +75,13 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
                       f"off the claimed {reported:.4f}, and no known FLOPs or peak convention comes within {rule.tolerance:.0%}")
     rel = audit.relative_difference(reported, recomputed) if recomputed else None
     peak = peaks["_stated"] if isinstance(peaks, dict) else None
-    return (claim.get("id"), claim["source_id"], claim["model_id"], claim["accelerator_id"], claim["n_devices"],
-            claim["precision"], claim["seq_len"], claim["metric"], reported, recomputed, "fraction", rel,
-            rule.tolerance, None, f"{peak:g} TFLOP/s" if peak else None, verdict, "", fl.FORMULA_TITLES.get(
-                rule.formula, rule.formula), tps, reason or "", convention, reason)
+    return {"claim_id": claim.get("id"), "source_id": claim["source_id"], "model_id": claim["model_id"],
+            "accelerator_id": claim["accelerator_id"], "n_devices": claim["n_devices"],
+            "workload": claim.get("workload"), "precision": claim["precision"], "seq_len": claim["seq_len"],
+            "metric": claim["metric"], "reported": reported, "recomputed": recomputed, "unit": "fraction",
+            "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
+            "verdict": verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
+            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason}
 
 
 def _basis(tps: float | None, tflops: float | None) -> str:
