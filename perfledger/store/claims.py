@@ -87,7 +87,7 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
     cited = {r.source_id for r in keep}
     fresh_sources = [imported_source(s, importer, token) for s in sources if s["id"] in cited and s["id"] not in kinds]
     if fresh_sources:
-        conn.execute(sa.insert(schema.source), fresh_sources)
+        conn.execute(_insert(conn, schema.source), fresh_sources)
     known = catalog_from(conn)
     rows: dict[str, dict[str, Any]] = {}
     for record in keep:
@@ -98,11 +98,21 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
     added = [row for key, row in rows.items() if key not in stored]
     changed = [row for key, row in rows.items() if key in stored and _differs(row, stored[key])]
     if added:
-        conn.execute(sa.insert(schema.result), added)
+        conn.execute(_insert(conn, schema.result), added)
     for row in changed:
         values = {k: v for k, v in row.items() if k not in ("row_key", "id")}
         conn.execute(schema.result.update().where(schema.result.c.row_key == row["row_key"]).values(values))
     return ClaimsWrite(len(added), len(changed), len(rows) - len(added) - len(changed), tuple(refused))
+
+
+def _insert(conn: Connection, table: sa.Table) -> sa.Insert:
+    """An INSERT that, on PostgreSQL, skips a row another writer committed since we looked (same key); DuckDB
+    has one writer at a time."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    return sa.insert(table)
 
 
 def _stored(conn: Connection, keys: list[str]) -> dict[str, dict[str, Any]]:
