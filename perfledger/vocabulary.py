@@ -78,6 +78,7 @@ class LogFormat(StrEnum):
     LLMC = "llmc"
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
+    MAXTEXT = "maxtext"
 
 
 class Precision(StrEnum):
