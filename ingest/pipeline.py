@@ -48,13 +48,21 @@ class IngestOutcome:
     summary: RunSummary
     skipped_lines: int
     problems: tuple[str, ...] = ()
+    imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
+    refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+
+    @property
+    def rows_refused(self) -> bool:
+        """A claims file some of whose rows were refused: the import then exits 1."""
+        return bool(self.refused)
 
     def as_json(self) -> dict[str, Any]:
         return {"file": self.file_name, "format": self.format.value, "run_id": self.run_id,
                 "created": self.created, "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
-                "results": self.summary.results_json()}
+                "results": self.summary.results_json()} | (
+                    {"imported": self.imported, "refused": self.refused or {}} if self.imported is not None else {})
 
 
 # ------------------------------------------------------------------------------------------- prepare
@@ -176,7 +184,7 @@ def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides
     prepared, summary = _prepare(raw, file_name, overrides, engine, limit, on_progress)
     with prepared:
         saved = store.save_run(engine, prepared, ingested_at=now)
-    return _outcome(prepared, summary, file_name, saved.run_id, saved.created)
+    return _outcome(prepared, summary, file_name, saved.run_id, saved.created, saved)
 
 
 def ingest_path(engine: store.Engine, path: Path, overrides: RunConfig = NO_OVERRIDES, *, limit: int | None = None,
@@ -198,10 +206,15 @@ commit = ingest_bytes  # stores the bytes in one call (the page stores a prepare
 
 
 def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id: int | None,
-             created: bool) -> IngestOutcome:
+             created: bool, saved: store.SaveResult | None = None) -> IngestOutcome:
+    meta = prepared.config.get("format_meta") or {}
+    refused = dict(meta.get("refused") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
+    if refused is not None and saved is not None and saved.refused:
+        refused["curated source"] = refused.get("curated source", 0) + len(saved.refused)
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
-                         problems=prepared.problems)
+                         problems=prepared.problems + (saved.refused if saved else ()),
+                         imported=saved.imported if saved else None, refused=refused)
 
 
 __all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview"]
