@@ -34,6 +34,13 @@ def _metrics(page: Page) -> list[str]:
     return values.all_inner_texts()
 
 
+def _leading_columns(page: Page, width: int = 6) -> list[list[str]]:
+    """The first `width` cells of every row the page's first table has drawn (it draws only the columns that fit,
+    and how many fit depends on widths measured in the browser)."""
+    rows = page.locator('[data-testid="stDataFrame"]').first.locator('[role="row"]')
+    return [row.locator('[role="gridcell"]').all_inner_texts()[:width] for row in rows.all()]
+
+
 def _reopen(new_page: Callable[[], Page], server: Server, url: str) -> Page:
     fresh = new_page()
     server.opened.append(url)
@@ -73,13 +80,16 @@ def test_accelerators_selection_survives_a_copied_link(server: Server, new_page:
     select(page, "Normalize", "as MFU (dense peak of the row's precision)")
     select(page, "Metric", "model TFLOP/s/device")
     page.wait_for_url("**n=mfu**")
-    url, cells = page.url, table_cells(page, having="model_tflops_per_device")
+    page.wait_for_url("**mt=model_tflops_per_device**")
+    # the metric column sits right of the screen now that the figure comes first; the unit cell is on screen
+    url, cells = page.url, table_cells(page, having="MFU (fraction)")
 
     fresh = _reopen(new_page, server, url)
     selects = fresh.locator('[data-testid="stSelectbox"]')
     expect(selects.filter(has_text="Normalize").locator("input")).to_have_value("as MFU (dense peak of the row's precision)")
     expect(selects.filter(has_text="Metric").locator("input")).to_have_value("model TFLOP/s/device")
-    assert table_cells(fresh, having=cells[0]) == cells
+    table_cells(fresh, having=cells[0])
+    assert _leading_columns(fresh) == _leading_columns(page)  # the grid draws only the columns that fit
     assert_download_equals_export(fresh, server, "accelerators")
 
 
