@@ -83,7 +83,7 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
 
 
 def scaling_lines(frame: pl.DataFrame) -> Drawn:
-    """Throughput vs devices per series (colour: accelerator; point shape and end label: series), with each
+    """Throughput vs devices per series (colour: accelerator; point shape: series, named in the legend), with each
     series' ideal-linear line dashed."""
     data = frame.filter(pl.col("throughput (tokens/s, all devices)").is_not_null())
     base = alt.Chart(data).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices (count, log scale)"),
@@ -92,18 +92,15 @@ def scaling_lines(frame: pl.DataFrame) -> Drawn:
     y = alt.Y("throughput (tokens/s, all devices):Q", scale=alt.Scale(type="log"), title=y_title)
     measured = base.mark_line(point=True).encode(
         y=y, color=_colour(data, "accelerator"),
-        shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="bottom", labelLimit=600, columns=1)),
+        shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="top", direction="vertical", labelLimit=800)),
         tooltip=["series", "devices", alt.Tooltip("throughput (tokens/s, all devices):Q", format=",.0f"),
                  alt.Tooltip("scaling efficiency:Q", format=".1%"), "source", "result id"],
     )
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
         y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=_colour(data, "accelerator"))
-    ends = base.transform_window(rank="rank()", sort=[alt.SortField("devices", order="descending")],
-                                 groupby=["series"]).transform_filter("datum.rank == 1").mark_text(
-        align="left", dx=6, fontSize=10).encode(y=y, text="series:N", color=_colour(data, "accelerator"))
-    return _drawn((ideal + measured + ends).properties(title=alt.TitleParams(
+    return _drawn((ideal + measured).properties(title=alt.TitleParams(
         "Throughput vs devices, per series", subtitle="dashed: ideal linear from the series' smallest device count"),
-        height=380))
+        height=480))
 
 
 def efficiency_bars(frame: pl.DataFrame) -> Drawn:
