@@ -54,6 +54,7 @@ class IngestOutcome:
                 "created": self.created, "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
+                "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json()}
 
 
@@ -84,7 +85,8 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: RunConfig, engine
             content_sha256=limited.sha.hexdigest(),
             file_bytes=limited.count,
             config=summary.config | {"format_meta": parsed.meta} if parsed.meta else summary.config,
-            summary=summary.steady_state_json() | {"reported": summary.reported, "why_missing": summary.why_missing},
+            summary=summary.steady_state_json() | {"reported": summary.reported, "why_missing": summary.why_missing,
+                                                   "launches": summary.launches_json()},
             steps=spool.step_files(),
             warnings=summary.warnings,
             results=summary.results,

@@ -18,6 +18,7 @@ from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
+from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
 from perfledger.calc.steady import SteadyRule, SteadyState, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
@@ -41,6 +42,11 @@ class RunSummary:
     reported: dict[str, Any]
     results: tuple[ResultRecord, ...] = ()
     sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
+    launch: int | None = None  # the launch summarised (the longest)
+
+    def launches_json(self) -> list[dict[str, Any]]:
+        return [span.as_dict() | {"summarised": span.launch == self.launch} for span in self.launches]
 
     def steady_state_json(self) -> dict[str, Any]:
         s = self.steady
@@ -131,6 +137,10 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     streaming passes, so that memory does not grow with the number of steps."""
     warnings = list(parsed.warnings)
     why: dict[str, str] = {}
+    launches = _launches(steps)
+    launch = chosen_launch(list(launches)).launch if launches else None
+    if launch is not None:
+        steps = steps.filter(pl.col("launch").fill_null(1) == launch)
     steady = _steady(steps, rule, why)
     window = _window_medians(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
@@ -154,7 +164,16 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
+        launches=launches, launch=launch,
     )
+
+
+def _launches(steps: pl.DataFrame | pl.LazyFrame) -> tuple[LaunchSpan, ...]:
+    """Every launch of the file when its steps hold more than one (one cheap pass to find out), else none."""
+    if "launch" not in steps.collect_schema().names():
+        return ()
+    n = steps.lazy().select(pl.col("launch").fill_null(1).n_unique()).collect(engine="streaming").item()
+    return tuple(launch_table(steps.lazy())) if n > 1 else ()
 
 
 def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
