@@ -19,7 +19,7 @@ from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
 from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
-from perfledger.calc.steady import SteadyRule, SteadyState, steady_state, steady_state_of_ordered
+from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 
@@ -62,6 +62,8 @@ class RunSummary:
             "warmup_steps": s.warmup_steps if s else None,
             "stalls": s.stalls if s else None,
             "steps_in_window": s.steps_in_window if s else 0,
+            "timed_steps": s.timed_steps if s else 0,
+            "not_steady": not_steady(s) if s else [],
             "tokens_per_s": s.tokens_per_s if s else None,
             "flops_per_token": self.flops_per_token,
             "flops_formula": self.flops_formula,
@@ -142,6 +144,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if launch is not None:
         steps = steps.filter(pl.col("launch").fill_null(1) == launch)
     steady = _steady(steps, rule, why)
+    if steady is not None and (flags := not_steady(steady)):
+        warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
     window = _window_medians(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
