@@ -23,6 +23,17 @@ from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_s
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 
+# The warnings summarize() adds (the others are the parser's): a run summarised again drops these first.
+SUMMARY_WARNINGS = ("not a steady state:", "mfu not computed:", "model_tflops_per_device not computed:",
+                    "tokens_per_s_per_device not computed:", "tokens/s per device is the median of the log's own",
+                    "the store holds no catalog")
+
+
+def parser_warnings(warnings: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A stored run's warnings less those its summary added."""
+    return tuple(w for w in warnings if not w.startswith(SUMMARY_WARNINGS))
+
+
 STEADY_KEYS = ("first_step", "last_step", "step_time_s_median", "tokens_per_s_per_device",
                "model_tflops_per_device", "mfu", "jitter_cv")
 
@@ -110,6 +121,7 @@ class CatalogRows:
 
     model: Mapping[str, Any] | None = None
     accelerator: Mapping[str, Any] | None = None
+    note: str | None = None  # where the rows came from, when not from the store
 
 
 NOTHING_KNOWN = CatalogRows()
@@ -137,7 +149,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
               known: CatalogRows = NOTHING_KNOWN, rule: SteadyRule = DEFAULT_RULE) -> RunSummary:
     """steps: a frame in any order, or a LazyFrame in step order (the pipeline's spool), which is read in
     streaming passes, so that memory does not grow with the number of steps."""
-    warnings = list(parsed.warnings)
+    warnings = list(parsed.warnings) + ([known.note] if known.note else [])
     why: dict[str, str] = {}
     launches = _launches(steps)
     launch = chosen_launch(list(launches)).launch if launches else None
@@ -240,8 +252,9 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
         why["mfu"] = "needs model TFLOPS first"
         return None, None
     if acc_row is None:
-        why["mfu"] = "the accelerator is unknown (pass --accelerator)" if not config.accelerator else \
-            f"accelerator {config.accelerator!r} is not in the catalog"
+        named = config.accelerator or config.accelerator_as_printed
+        why["mfu"] = f"accelerator {named!r} is not in the catalog" if named else \
+            "the accelerator is unknown (pass --accelerator)"
         return None, None
     if not config.precision or config.precision == "unstated":
         why["mfu"] = "the precision is unknown (pass --precision)"
