@@ -76,6 +76,15 @@ def _print_text(o: IngestOutcome) -> None:
     for label, value, fmt in figures:
         if value is not None:
             print(f"  {label}: {value:{fmt}}")
+    reported = o.summary.reported
+    for key, label in (("tflops_per_device", "TFLOP/s/device"), ("tokens_per_s_per_device", "tokens/s/device"),
+                       ("mfu", "MFU")):
+        if (theirs := reported.get(f"reported_{key}")) is not None:
+            diff = reported.get(f"diff_{key}")
+            print(f"  printed by the log: {label} {theirs:,.4g}"
+                  + (f" (recomputed differs by {diff:+.1%})" if diff is not None else ""))
+    if reported.get("explanation"):
+        print(f"  {reported['explanation']}")
     if s["first_step"] is not None:
         print(f"  steady window: steps {s['first_step']}-{s['last_step']} ({s['rule_text']})")
     for r in o.summary.results:

@@ -18,6 +18,7 @@ from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
+from perfledger.calc.conventions import conventions
 from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
 from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
@@ -170,7 +171,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     mfu, peak = _mfu(tflops, acc_row, config, why)
     reported = _reported(window, tps_dev, tflops, mfu)
     if shape is not None and seq_len and tps_dev:
-        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev)
+        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
     for key, reason in why.items():
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
@@ -282,8 +283,11 @@ def _reported(window: dict[str, float | None], tps: float | None, tflops: float 
     return out
 
 
-def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float) -> None:
-    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs formula that matches it.
+def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float,
+                               precision: str | None) -> None:
+    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs convention that reproduces
+    it (perfledger.calc.conventions: the default, causal-halved attention, 6N, 6N + 12·L·s·h, the embedding
+    counted); `reported["conventions"]` lists what each gives.
 
     Frameworks changed their counting (Megatron-LM halved attention for the causal mask in 2025-03, NeMo in
     2025-08), so a difference is usually a convention, not a measurement error.
@@ -293,21 +297,24 @@ def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, s
     if diff is None or theirs is None or abs(diff) <= 0.02:
         return
     candidates = []
-    for name in fl.FORMULAS:
+    for c in conventions(precision):
+        if c.peak_precision is not None or c.name == "lora":  # a peak convention, or one for LoRA runs only
+            continue
         try:
-            ours = m.model_tflops(tps, fl.flops_per_token(shape, seq_len, name))
+            ours = m.model_tflops(tps, c.flops(shape, seq_len))
         except InvalidInput:
             continue
-        candidates.append((abs(ours - theirs) / theirs, name, ours))
+        candidates.append((abs(ours - theirs) / theirs, c.name, c.title, ours))
     if not candidates:
         return
-    gap, name, ours = min(candidates)
+    reported["conventions"] = {name: ours for _, name, _, ours in candidates}
+    gap, name, title, ours = min(candidates)
     if gap <= 0.02:
         reported["explained_by_formula"] = name
-        reported["explanation"] = (f"the log counts FLOPs as '{fl.FORMULA_TITLES[name]}': {ours:.1f} TFLOP/s under "
-                                   f"that formula, {gap:.1%} from the log's {theirs:g}")
+        reported["explanation"] = (f"the log counts FLOPs as '{title}': {ours:.1f} TFLOP/s under "
+                                   f"that convention, {gap:.1%} from the log's {theirs:g}")
     else:
-        reported["explanation"] = (f"no FLOPs formula reproduces the log's {theirs:g} TFLOP/s within 2% "
+        reported["explanation"] = (f"no FLOPs convention reproduces the log's {theirs:g} TFLOP/s within 2% "
                                    f"(closest: {name}, {ours:.1f}); check the architecture the log states")
 
 
