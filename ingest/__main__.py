@@ -17,9 +17,11 @@ from pathlib import Path
 from ingest.hints import Hints, hints
 from ingest.pipeline import IngestOutcome, ingest_path
 from perfledger import store
+from perfledger.catalog import Catalog
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
 from perfledger.process import exit_process, lean_process
 from perfledger.settings import load_settings
+from perfledger.store.runs import catalog_is_empty
 
 PROGRESS_MIN_BYTES = 32 * 2**20
 
@@ -40,10 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def overrides_from(args: argparse.Namespace) -> Hints:
-    """The hints given on the command line; a name not in the catalog is kept as printed, with a warning."""
+def overrides_from(args: argparse.Namespace, known: Catalog | None = None) -> Hints:
+    """The hints given on the command line, names resolved with `known` (the store's catalog; default: data/'s);
+    a name not in the catalog is kept as printed, with a warning."""
     return hints(model=args.model, accelerator=args.accelerator, devices=args.devices, precision=args.precision,
-                 seq_len=args.seq_len)
+                 seq_len=args.seq_len, known=known)
 
 
 def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
@@ -103,9 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.files) == args.demo:
         parser.error("give log files, or --demo alone")
     try:
-        overrides = overrides_from(args)
         engine = store.engine_from_url(args.db)
         store.create_schema(engine)
+        known = None if catalog_is_empty(engine) else store.catalog_record(engine)  # never initialised: data/'s
+        overrides = overrides_from(args, known)
     except (InvalidInput, UnknownId) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

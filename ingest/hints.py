@@ -8,6 +8,7 @@ stored updates that run (ingest.pipeline.restate).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 from perfledger import catalog
@@ -32,16 +33,17 @@ NO_HINTS = Hints()
 
 
 def hints(model: str | None = None, accelerator: str | None = None, devices: int | None = None,
-          precision: str | None = None, seq_len: int | None = None) -> Hints:
-    """Hints as typed on the command line or the upload form -> Hints; InvalidInput for a count that is not
-    positive, never for a name."""
+          precision: str | None = None, seq_len: int | None = None, known: catalog.Catalog | None = None) -> Hints:
+    """Hints as typed on the command line or the upload form -> Hints, names resolved with `known` (the store's
+    catalog; default: the bundled one); InvalidInput for a count that is not positive, never for a name."""
     for flag, value in (("--devices", devices), ("--seq-len", seq_len)):
         if value is not None and value <= 0:
             raise InvalidInput(f"{flag} must be positive, got {value}")
     warnings: list[str] = []
     unlinked: list[str] = []
-    model_id = _resolved("model", catalog.resolve_model, model, warnings, unlinked)
-    acc_id = _resolved("accelerator", catalog.resolve_accelerator, accelerator, warnings, unlinked)
+    model_id = _resolved("model", lambda n: catalog.resolve_model(n, known), model, warnings, unlinked)
+    acc_id = _resolved("accelerator", lambda n: catalog.resolve_accelerator(n, known), accelerator, warnings,
+                       unlinked)
     config = RunConfig(
         model=model_id or model, model_as_printed=model,
         accelerator=acc_id, accelerator_as_printed=accelerator,
@@ -55,11 +57,12 @@ def hints(model: str | None = None, accelerator: str | None = None, devices: int
     return Hints(config=config, warnings=tuple(warnings), unlinked=tuple(unlinked))
 
 
-def _resolved(kind: str, resolve: object, name: str | None, warnings: list[str], unlinked: list[str]) -> str | None:
+def _resolved(kind: str, resolve: Callable[[str], str], name: str | None, warnings: list[str],
+              unlinked: list[str]) -> str | None:
     if not name:
         return None
     try:
-        return str(resolve(name))  # type: ignore[operator]
+        return resolve(name)
     except (UnknownId, InvalidInput) as exc:
         nearest = getattr(exc, "nearest", ()) or ()
         hint = f" (nearest ids: {', '.join(nearest)})" if nearest else ""
