@@ -81,6 +81,13 @@ m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary
 m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
 m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
 st.caption(summary.rule.describe())
+for flag in views.not_steady(summary):
+    st.warning(f"Not a steady state: {flag}.")
+for title, frame in (("Launches in this file (the run is summarised over the longest)", views.launches(db, state.run)),
+                     ("The log's own figures beside the recomputed ones", views.printed_vs_recomputed(db, state.run))):
+    if frame.height:
+        st.markdown(f"**{title}**")
+        _ui.show_table(frame, key=f"runs_{len(title)}")
 st.altair_chart(charts.step_times(steps), width="stretch")
 st.altair_chart(charts.loss_curve(steps), width="stretch")
 st.markdown("**Nearest published claims** for the same model and accelerator")

@@ -24,6 +24,7 @@ class RunsView:
     first: int = u.key("w0", -1, low=-1)
     last: int = u.key("w1", -1, low=-1)
     warmup_fraction: float = u.key("wf", 0.1, low=0.0, high=0.5)
+    launch: int = u.key("launch", 0, low=0)  # 0: the launch the run is summarised over (its longest)
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
@@ -58,7 +59,56 @@ def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
     if store.run(engine, run_id) is None:
         raise InvalidQuery(f"there is no run {run_id}; the Runs page lists the ingested runs")
     frame = store.steps(engine, run_id)
+    launch = state.launch or summarised_launch(engine, run_id)
+    if launch is not None and frame["launch"].n_unique() > 1:
+        frame = frame.filter(pl.col("launch").fill_null(1) == launch)
     return frame.with_columns(steady.label_steps(frame, state.rule()).alias("phase"))
+
+
+def summarised_launch(engine: Engine, run_id: int) -> int | None:
+    """The launch a run of several is summarised over (None for a run of one launch)."""
+    r = store.run(engine, run_id)
+    for span in ((r.summary or {}).get("launches") or []) if r else []:
+        if span.get("summarised"):
+            return int(span["launch"])
+    return None
+
+
+LAUNCH_SCHEMA = {"launch": pl.Int64(), "first_step": pl.Int64(), "last_step": pl.Int64(), "steps": pl.Int64(),
+                 "wall_time_s": pl.Float64(), "summarised": pl.Boolean()}
+
+
+def launches(engine: Engine, run_id: int) -> pl.DataFrame:
+    """Every launch of a run's file (empty for a file of one launch), as stored with its summary."""
+    r = store.run(engine, run_id)
+    rows = ((r.summary or {}).get("launches") or []) if r else []
+    return pl.DataFrame([{k: row.get(k) for k in LAUNCH_SCHEMA} for row in rows], schema=LAUNCH_SCHEMA)
+
+
+PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
+                   ("mfu", "fraction"))
+PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
+                  "relative_difference": pl.Float64(), "convention": pl.String()}
+
+
+def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
+    """The log's own figures (median over the steady window) beside the recomputed ones, with the relative
+    difference (recomputed - printed) / printed and the FLOPs convention that reproduces the printed TFLOP/s."""
+    r = store.run(engine, run_id)
+    summary = (r.summary or {}) if r else {}
+    reported = summary.get("reported") or {}
+    ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
+            "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
+    rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
+             "relative_difference": reported.get(f"diff_{name}"),
+             "convention": (reported.get("explanation") if name == "tflops_per_device" else None)}
+            for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
+    return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
+
+
+def not_steady(summary: steady.SteadyState) -> list[str]:
+    """Why the page's window is not a steady state (empty when it is)."""
+    return steady.not_steady(summary)
 
 
 def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState:
