@@ -33,90 +33,119 @@ def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt
     return alt.Color(f"{column}:N", scale=accelerator_scale(frame[column].drop_nulls().to_list()), title=title)
 
 
+FEW_BARS = 40  # up to this many bars carry their value as a label
+
+
+def _labelled(bars: alt.Chart, rows: int, value: str, fmt: str) -> Drawn:
+    """`bars` with each bar's value printed at its end when there are few enough to read."""
+    if rows > FEW_BARS:
+        return _drawn(bars)
+    text = bars.mark_text(align="left", dx=3, fontSize=11).encode(text=alt.Text(f"{value}:Q", format=fmt),
+                                                                   color=alt.value("#333"))
+    return _drawn(bars + text)
+
+
 def speedup_bars(frame: pl.DataFrame) -> Drawn:
     """Speedup (x) per model, computed and stored side by side, with a rule at 1x."""
     data = frame.filter(pl.col("speedup (x)").is_not_null()).with_columns(
-        pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?") + pl.lit(" devices")], separator=" · ").alias("row")
-    )
+        pl.concat_str([pl.col("model"), pl.col("candidate devices").cast(pl.String).fill_null("?") + pl.lit(" devices")],
+                      separator=" · ").alias("row"))
+    title = alt.TitleParams("Speedup of the candidate over the baseline", subtitle="dotted rule: 1x (no speedup)")
     bars = alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", title=None, sort=None, axis=_ROW_AXIS),
-        x=alt.X("speedup (x):Q", title="speedup (x)"),
-        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        y=alt.Y("row:N", title="model · candidate devices", sort=None, axis=_ROW_AXIS),
+        x=alt.X("speedup (x):Q", title="speedup (x, candidate / baseline)"),
+        color=alt.Color("kind:N", title="figure", legend=alt.Legend(orient="bottom", labelLimit=400)),
         yOffset="kind:N",
-        tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats"],
+        tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats",
+                 "source"],
     )
-    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("speedup (x):Q", format=".2f"), color=alt.value("#333"))
-    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(x="x:Q")
-    return _drawn((bars + text + one).properties(height=alt.Step(16)))
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(
+        x=alt.X("x:Q", title="speedup (x, candidate / baseline)"))
+    return _drawn((_labelled(bars, data.height, "speedup (x)", ".2f") + one).properties(title=title, height=alt.Step(16)))
 
 
 def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
+    """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis)."""
     data = frame.filter(pl.col("normalized").is_not_null()).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?") + pl.lit(" dev"),
                        pl.col("precision").fill_null("?"), pl.col("source").fill_null("?"),
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
-    return _drawn(alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", sort="-x", title=None, axis=_ROW_AXIS),
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result", axis=_ROW_AXIS),
         x=alt.X("normalized:Q", title=title),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
-                 alt.Tooltip("normalized:Q", format=",.4g"), "source"],
-    ).properties(height=alt.Step(20)))
+                 alt.Tooltip("normalized:Q", format=",.4g"), "source", "result id"],
+    )
+    return _drawn(_labelled(bars, data.height, "normalized", ",.3~g").properties(
+        title=f"{title} per stored figure, by accelerator", height=alt.Step(20)))
 
 
 def scaling_lines(frame: pl.DataFrame) -> Drawn:
-    """Throughput vs devices per series, with each series' ideal-linear line dashed."""
+    """Throughput vs devices per series (colour: accelerator; point shape and end label: series), with each
+    series' ideal-linear line dashed."""
     data = frame.filter(pl.col("throughput (tokens/s, all devices)").is_not_null())
-    base = alt.Chart(data).encode(
-        x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices"),
-        detail="series:N",
-    )
+    base = alt.Chart(data).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices (count, log scale)"),
+             detail="series:N")
+    y_title = "throughput (tokens/s, all devices, log scale)"
+    y = alt.Y("throughput (tokens/s, all devices):Q", scale=alt.Scale(type="log"), title=y_title)
     measured = base.mark_line(point=True).encode(
-        y=alt.Y("throughput (tokens/s, all devices):Q", scale=alt.Scale(type="log"), title="tokens/s (all devices)"),
-        color=_colour(data, "accelerator"),
+        y=y, color=_colour(data, "accelerator"),
+        shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="bottom", labelLimit=600, columns=1)),
         tooltip=["series", "devices", alt.Tooltip("throughput (tokens/s, all devices):Q", format=",.0f"),
-                 alt.Tooltip("scaling efficiency:Q", format=".1%")],
+                 alt.Tooltip("scaling efficiency:Q", format=".1%"), "source", "result id"],
     )
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
-        y="ideal linear (tokens/s):Q", color=_colour(data, "accelerator")
-    )
-    return _drawn((ideal + measured).properties(height=380))
+        y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=_colour(data, "accelerator"))
+    ends = base.transform_window(rank="rank()", sort=[alt.SortField("devices", order="descending")],
+                                 groupby=["series"]).transform_filter("datum.rank == 1").mark_text(
+        align="left", dx=6, fontSize=10).encode(y=y, text="series:N", color=_colour(data, "accelerator"))
+    return _drawn((ideal + measured + ends).properties(title=alt.TitleParams(
+        "Throughput vs devices, per series", subtitle="dashed: ideal linear from the series' smallest device count"),
+        height=380))
 
 
 def efficiency_bars(frame: pl.DataFrame) -> Drawn:
     data = frame.filter(pl.col("scaling efficiency").is_not_null(), pl.col("kind").str.starts_with("stored")).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
     )
-    return _drawn(alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", sort="-x", title=None),
-        x=alt.X("scaling efficiency:Q", axis=alt.Axis(format="%"), title="scaling efficiency (stored)"),
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title="accelerator · model · devices", axis=_ROW_AXIS),
+        x=alt.X("scaling efficiency:Q", axis=alt.Axis(format="%"), title="scaling efficiency (%, stored)"),
         color=_colour(data, "accelerator"),
-        tooltip=["accelerator", "model", "devices", alt.Tooltip("scaling efficiency:Q", format=".1%"), "baseline", "source"],
-    ).properties(height=alt.Step(18)))
+        tooltip=["accelerator", "model", "devices", alt.Tooltip("scaling efficiency:Q", format=".1%"), "baseline",
+                 "source", "result id"],
+    )
+    return _drawn(_labelled(bars, data.height, "scaling efficiency", ".0%").properties(
+        title="Scaling efficiency as published", height=alt.Step(18)))
 
 
 def ratio_bars(frame: pl.DataFrame) -> Drawn:
     data = frame.with_columns(
         pl.concat_str([pl.col("accelerator").fill_null("?"), pl.col("model").fill_null("?"), pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
-    return _drawn(alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", sort="-x", title=None),
-        x=alt.X("value:Q", title="stored ratio (x)"),
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", sort="-x", title="accelerator · model · result", axis=_ROW_AXIS),
+        x=alt.X("value:Q", title="stored ratio (x, against the source's baseline)"),
         color=_colour(data, "accelerator"),
-        tooltip=["model", "accelerator", "devices", "value", "baseline", "source"],
-    ).properties(height=alt.Step(18)))
+        tooltip=["model", "accelerator", "devices", "value", "baseline", "source", "result id"],
+    )
+    return _drawn(_labelled(bars, data.height, "value", ".2f").properties(title="Sensitivity ratios as published",
+                                                                          height=alt.Step(18)))
 
 
 def time_vs_devices(frame: pl.DataFrame) -> Drawn:
-    base = alt.Chart(frame).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices"))
+    base = alt.Chart(frame).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices (count, log scale)"))
     line = base.mark_line(point=True).encode(
-        y=alt.Y("time (days):Q", scale=alt.Scale(type="log"), title="time to train (days)"),
+        y=alt.Y("time (days):Q", scale=alt.Scale(type="log"), title="time to train (days, log scale)"),
         tooltip=["devices", alt.Tooltip("time (days):Q", format=",.2f"), alt.Tooltip("time (h):Q", format=",.1f"),
-                 alt.Tooltip("cost (USD):Q", format="$,.0f")],
+                 alt.Tooltip("cost (USD):Q", format="$,.0f"), "basis"],
     )
-    chosen = base.transform_filter("datum.chosen").mark_point(size=140, filled=True, color="#d62728").encode(y="time (days):Q")
-    return _drawn((line + chosen).properties(height=320))
+    chosen = base.transform_filter("datum.chosen").mark_point(size=140, filled=True, color="#d62728").encode(
+        y=alt.Y("time (days):Q", title="time to train (days, log scale)"))
+    return _drawn((line + chosen).properties(
+        title=alt.TitleParams("Time to train vs devices", subtitle="red: the chosen device count"), height=320))
 
 
 # Step charts draw at most two points per this many slices of a run's steps (and per phase). Every step of the
@@ -169,7 +198,11 @@ def loss_curve(frame: pl.DataFrame) -> Drawn:
 
 
 def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
-    return _drawn(alt.Chart(frame.head(25)).mark_bar().encode(
-        y=alt.Y(f"{column}:N", sort="-x", title=None, axis=_ROW_AXIS), x=alt.X("result rows:Q"),
-        tooltip=[column, "result rows", "sources"]
-    ).properties(height=alt.Step(24)))
+    """Result rows per group, on a log axis (one group holds most rows; a linear axis hid the others)."""
+    data = frame.head(25)
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y(f"{column}:N", sort="-x", title=column, axis=_ROW_AXIS),
+        x=alt.X("result rows:Q", scale=alt.Scale(type="log"), title="result rows (count, log scale)"),
+        tooltip=[column, "result rows", "sources"])
+    return _drawn(_labelled(bars, data.height, "result rows", ",d").properties(title=f"Stored result rows by {column}",
+                                                                               height=alt.Step(24)))

@@ -104,17 +104,30 @@ def page_state(page: Page[Any]) -> Any:
     if st.session_state.get(f"_url:{page.slug}", current) != current:
         for k in [k for k in st.session_state if str(k).startswith(page.widget_prefix)]:
             del st.session_state[k]
+        # New widget keys, so the browser draws new widgets: with the old keys it keeps showing the old values
+        # (Streamlit identifies a keyed widget by its key alone) while the script reads the link's.
+        st.session_state[f"_gen:{page.slug}"] = st.session_state.get(f"_gen:{page.slug}", 0) + 1
     state = urlstate.from_query(page.state, current)
     for problem in state.problems:
         st.info(plain(problem), icon=":material/link_off:")
     return state
 
 
+def key(page: Page[Any], name: str) -> str:
+    """The session-state key of the page's widget `name` in this view: `page.key(name)`, plus a generation
+    suffix once a link or back/forward has changed the URL under the page (see page_state)."""
+    generation = st.session_state.get(f"_gen:{page.slug}", 0)
+    return page.key(name) + (f"~{generation}" if generation else "")
+
+
 def keep_in_url(state: Any) -> None:
-    """Write the state to the URL (defaults left out), so a copied link reopens this view."""
+    """Write the state to the URL (defaults left out), so a copied link reopens this view.
+
+    Written on every run, even when st.query_params already holds it: a link to the page being shown passes its
+    query to the script but leaves the browser's address bar without it.
+    """
     query = links.to(state).query
-    if query != st.query_params.to_dict():
-        st.query_params.from_dict(query)
+    st.query_params.from_dict(query)
     st.session_state[f"_url:{views.page_of(state).slug}"] = query
 
 
@@ -192,9 +205,10 @@ LABELS = {
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 
 
-def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None) -> None:
+def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
+               first: Sequence[str] = ()) -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
-    stored column names shown under readable labels."""
+    stored column names shown under readable labels, the `first` columns leftmost (the CSV keeps its order)."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
                for name, fmt in (formats or {}).items() if name in frame.columns}
@@ -211,7 +225,9 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
         config["url"] = st.column_config.LinkColumn("url")
     text = [c for c, t in frame.schema.items() if t == pl.String and c not in ("source", "source_id", "url")]
     frame = frame.with_columns(pl.col(text).fill_null("—"))  # the screen reads "—", the CSV keeps blanks
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)
+    order = [c for c in first if c in frame.columns] if first else []
+    order += [c for c in frame.columns if c not in order] if order else []
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None)
 
 
 def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str,
@@ -251,3 +267,11 @@ def count_input(label: str, current: float, *, key: str, where: Any = st) -> flo
     except ValueError as exc:
         where.error(str(exc), icon=":material/error:")
         return current
+
+
+def implausible(table: pl.DataFrame, db: Engine) -> None:
+    """The audit's warning on a page showing figures it calls implausible (perfledger.views.output.implausible_in)."""
+    lines = views.implausible_in(table, db)
+    if lines:
+        st.warning("The audit calls these figures implausible (see the Audit page):\n"
+                   + "\n".join(f"- {plain(line)}" for line in lines), icon=":material/warning:")

@@ -22,22 +22,23 @@ st.title("Accelerators")
 _ui.stop_if_empty(db)
 accs = store.accelerators(db)["id"].to_list()
 s1, s2 = st.columns([3, 2])
-section = s1.segmented_control("View", views.accelerators.SECTIONS, default=state.section, key=PAGE.key("s"),
+section = s1.segmented_control("View", views.accelerators.SECTIONS, default=state.section, key=_ui.key(PAGE, "s"),
                                format_func=views.accelerators.SECTION_LABELS.__getitem__)
 state = replace(state, section=section or state.section)
 if state.section != "catalog":
-    state = replace(state, workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=s2))
+    state = replace(state, workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w"), where=s2))
 if state.section == "head":
     h1, h2 = st.columns([4, 2])
     with h1:
         state = replace(state, accelerators=_ui.choose_many("Accelerators (two or more)", accs, state.accelerators,
-                                                            key=PAGE.key("acc")))
-    state = replace(state, cross_source=h2.toggle("Pair across sources", state.cross_source, key=PAGE.key("xs")))
+                                                            key=_ui.key(PAGE, "acc")))
+    state = replace(state, cross_source=h2.toggle("Pair across sources", state.cross_source, key=_ui.key(PAGE, "xs")))
 if state.section != "compare":
     _ui.keep_in_url(state)
     _ui.describe(state)
     _ui.mixed_caveat(state)
     table = _ui.compute(PAGE, state, db)
+    _ui.implausible(table, db)
     for line in views.hardware.summaries(table) if state.section == "head" else []:
         st.markdown(f"- {_ui.plain(line)}")
     if state.section == "head" and table.height == 0:
@@ -49,22 +50,22 @@ if state.section != "compare":
 
 c1, c2, c3 = st.columns([3, 2, 2])
 with c1:
-    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m"))
+    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=_ui.key(PAGE, "m"))
 state = replace(
     state,
     models=models,
-    metric=c2.selectbox("Metric", METRICS, index=METRICS.index(state.metric), key=PAGE.key("mt"),
+    metric=c2.selectbox("Metric", METRICS, index=METRICS.index(state.metric), key=_ui.key(PAGE, "mt"),
                         format_func=views.METRIC_LABELS.__getitem__),
     norm=c3.selectbox("Normalize", views.NORMALIZATIONS, index=views.NORMALIZATIONS.index(state.norm),
-                      key=PAGE.key("n"), format_func=views.NORM_LABELS.__getitem__),
+                      key=_ui.key(PAGE, "n"), format_func=views.NORM_LABELS.__getitem__),
 )
 c4, c5, c6 = st.columns([2, 2, 3])
 state = replace(state,
                 usd_per_hour=float(c4.number_input("$ per device-hour", 0.01, 1000.0, state.usd_per_hour, step=0.25,
-                                                   key=PAGE.key("usd"), disabled=state.norm != "dollar")),
-                per_package=c5.toggle("Per package (MI250: 2 dies)", state.per_package, key=PAGE.key("pkg")),
+                                                   key=_ui.key(PAGE, "usd"), disabled=state.norm != "dollar")),
+                per_package=c5.toggle("Per package (MI250: 2 dies)", state.per_package, key=_ui.key(PAGE, "pkg")),
                 formula=c6.selectbox("FLOPs formula (MFU from tokens/s)", views.FORMULA_NAMES,
-                                     index=views.FORMULA_NAMES.index(state.formula), key=PAGE.key("f"),
+                                     index=views.FORMULA_NAMES.index(state.formula), key=_ui.key(PAGE, "f"),
                                      format_func=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
 _ui.describe(state)
@@ -79,9 +80,7 @@ if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
 st.altair_chart(charts.accelerator_bars(table, table["normalized unit"][0]), width="stretch")
-if table["warning"].is_not_null().any():
-    st.warning("Rows with a **warning** are figures the audit calls implausible; see the Audit page.",
-               icon=":material/warning:")
+_ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)
 _ui.show_formula(PAGE, views.input_rows(table, db),

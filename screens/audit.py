@@ -12,6 +12,8 @@ from screens import _ui
 PAGE = _ui.this_page(__file__)
 FORMATS = {"reported": "%,.1f", "recomputed": "%,.1f", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
+SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "rel_diff", "verdict",
+              "plausibility", "explanation")  # the claim, its figures and the verdict; details to the right
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")
@@ -19,16 +21,16 @@ _ui.stop_if_empty(db)
 
 c1, c2, c3, c4 = st.columns([2, 3, 3, 2])
 with c2:
-    sources = _ui.choose_many("Sources", store.sources(db)["id"].to_list(), state.sources, key=PAGE.key("src"))
+    sources = _ui.choose_many("Sources", store.sources(db)["id"].to_list(), state.sources, key=_ui.key(PAGE, "src"))
 with c3:
-    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m"))
+    models = _ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=_ui.key(PAGE, "m"))
 state = replace(
     state,
-    verdicts=tuple(c1.multiselect("Verdict", views.VERDICTS, default=list(state.verdicts), key=PAGE.key("v"))),
+    verdicts=tuple(c1.multiselect("Verdict", views.VERDICTS, default=list(state.verdicts), key=_ui.key(PAGE, "v"))),
     sources=sources,
     models=models,
-    tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=PAGE.key("tol"))),
-    workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=c1),
+    tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=_ui.key(PAGE, "tol"))),
+    workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w"), where=c1),
 )
 _ui.keep_in_url(state)
 _ui.describe(state)
@@ -38,6 +40,6 @@ counts = views.verdict_counts(table)
 cols = st.columns(len(views.VERDICTS))
 for col, verdict in zip(cols, views.VERDICTS, strict=True):
     col.metric(verdict, counts.get(verdict, 0))
-_ui.show_table(table, FORMATS, key="audit_table")
+_ui.show_table(table, FORMATS, key="audit_table", first=SHOWN_FIRST)
 _ui.download(state, table)
 _ui.show_formula(PAGE, note=state.rule().describe())

@@ -30,7 +30,7 @@ for i, headline in enumerate(views.HEADLINES):
     _ui.page_link(left if i % 2 == 0 else right, headline.title, headline.link, ":material/arrow_forward:")
 
 _ui.describe(state)
-by = _ui.choose("Group by", views.overview.GROUPINGS, state.by, key=PAGE.key("by"))
+by = _ui.choose("Group by", views.overview.GROUPINGS, state.by, key=_ui.key(PAGE, "by"))
 state = replace(state, by=by)
 _ui.keep_in_url(state)
 table = _ui.compute(PAGE, state, db)

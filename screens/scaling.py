@@ -18,14 +18,14 @@ state = _ui.page_state(PAGE)
 st.title("Scaling and sensitivity")
 _ui.stop_if_empty(db)
 
-section = st.segmented_control("Section", views.scaling.SECTIONS, default=state.section, key=PAGE.key("s"),
+section = st.segmented_control("Section", views.scaling.SECTIONS, default=state.section, key=_ui.key(PAGE, "s"),
                                format_func=SECTION_LABELS.__getitem__)
 c1, c2 = st.columns(2)
 state = replace(state, section=section or state.section,
-                workload=_ui.choose_workload(state.workload, key=PAGE.key("w")),
-                models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m")),
+                workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w")),
+                models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=_ui.key(PAGE, "m")),
                 accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators,
-                                             key=PAGE.key("a")))
+                                             key=_ui.key(PAGE, "a")))
 _ui.keep_in_url(state)
 _ui.describe(state)
 _ui.mixed_caveat(state)
@@ -34,6 +34,7 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored rows for this selection; clear a filter.")
     st.stop()
+_ui.implausible(table, db)
 computed = views.rows_of_kind(table, "computed")
 if state.section == "scaling" and computed.height:
     st.markdown("**Throughput vs devices** (dashed: ideal linear from each series' smallest device count)")

@@ -19,11 +19,11 @@ all_sources = store.sources(db)
 ids = all_sources["id"].to_list()
 c1, c2 = st.columns([3, 2])
 picked = c1.selectbox("Source", ["", *ids], index=["", *ids].index(state.source) if state.source in ids else 0,
-                      key=PAGE.key("src"), format_func=lambda s: s or "every source")
+                      key=_ui.key(PAGE, "src"), format_func=lambda s: s or "every source")
 state = replace(state, source=picked or ("" if state.source in ids else state.source),
                 kinds=tuple(c2.multiselect("Kind", sorted({*all_sources["kind"].to_list(), *state.kinds}),
                                            default=list(state.kinds),
-                                           key=PAGE.key("k"))))
+                                           key=_ui.key(PAGE, "k"))))
 _ui.keep_in_url(state)
 if state.source and state.source not in ids:
     st.warning(_ui.plain(f"There is no source {urlstate.quoted(state.source)}; showing every source."))
@@ -38,3 +38,21 @@ if state.source:
 table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, {"value": "%,.4g"}, key="sources_table")
 _ui.download(state, table)
+
+if not state.source:
+    imported = views.sources.imports(db)
+    st.subheader("Claim imports")
+    if imported.height:
+        st.caption("Claims files stored with `python -m perfledger import` or the Runs page's upload: "
+                   "one row per file and source, with the rows it stored.")
+        _ui.show_table(imported, {"rows": "%,d", "run": "%d"}, key="sources_imports")
+    else:
+        st.caption("No claims file imported yet.")
+    unlinked = views.sources.unlinked(db)
+    st.subheader("Unlinked names")
+    if unlinked.height:
+        st.caption("Printed model and accelerator names no catalog row claims: their rows are stored but no figure "
+                   "can be recomputed. Link one with the command shown (check the id), or add an alias row.")
+        _ui.show_table(unlinked, {"rows": "%,d"}, key="sources_unlinked")
+    else:
+        st.caption("Every stored model and accelerator name links to the catalog.")

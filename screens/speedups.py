@@ -19,32 +19,32 @@ state = _ui.page_state(PAGE)
 st.title("Speedups")
 _ui.stop_if_empty(db)
 
-preset = st.segmented_control("Comparison", views.SPEEDUP_PRESETS, default=state.preset, key=PAGE.key("p"),
+preset = st.segmented_control("Comparison", views.SPEEDUP_PRESETS, default=state.preset, key=_ui.key(PAGE, "p"),
                               format_func=views.PRESET_LABELS.__getitem__)
 state = replace(state, preset=preset or state.preset)
 if state.preset == "custom":
     accs, models = store.accelerators(db)["id"].to_list(), store.models(db)["id"].to_list()
-    state = replace(state, models=_ui.choose_many("Models", models, state.models, key=PAGE.key("m")),
-                    workload=_ui.choose_workload(state.workload, key=PAGE.key("w")),
-                    metric=_ui.choose("Metric", list(views.METRIC_LABELS), state.metric, key=PAGE.key("mt"),
+    state = replace(state, models=_ui.choose_many("Models", models, state.models, key=_ui.key(PAGE, "m")),
+                    workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w")),
+                    metric=_ui.choose("Metric", list(views.METRIC_LABELS), state.metric, key=_ui.key(PAGE, "mt"),
                                       fmt=views.METRIC_LABELS.__getitem__))
     b, c = st.columns(2)
     with b:
         st.markdown("**Baseline**")
-        state = replace(state, base_acc=_ui.choose("Accelerator", accs, state.base_acc, key=PAGE.key("ba")),
-                        base_fw=st.text_input("Framework contains", state.base_fw, key=PAGE.key("bf")),
-                        base_ver=st.text_input("Framework version contains", state.base_ver, key=PAGE.key("bv")),
-                        base_strategy=st.text_input("Strategy", state.base_strategy, key=PAGE.key("bs")),
-                        base_precision=st.text_input("Precision", state.base_precision, key=PAGE.key("bp")))
+        state = replace(state, base_acc=_ui.choose("Accelerator", accs, state.base_acc, key=_ui.key(PAGE, "ba")),
+                        base_fw=st.text_input("Framework contains", state.base_fw, key=_ui.key(PAGE, "bf")),
+                        base_ver=st.text_input("Framework version contains", state.base_ver, key=_ui.key(PAGE, "bv")),
+                        base_strategy=st.text_input("Strategy", state.base_strategy, key=_ui.key(PAGE, "bs")),
+                        base_precision=st.text_input("Precision", state.base_precision, key=_ui.key(PAGE, "bp")))
     with c:
         st.markdown("**Candidate**")
-        state = replace(state, cand_acc=_ui.choose("Accelerator", accs, state.cand_acc, key=PAGE.key("ca")),
-                        cand_fw=st.text_input("Framework contains", state.cand_fw, key=PAGE.key("cf")),
-                        cand_ver=st.text_input("Framework version contains", state.cand_ver, key=PAGE.key("cv")),
-                        cand_strategy=st.text_input("Strategy", state.cand_strategy, key=PAGE.key("cs")),
-                        cand_precision=st.text_input("Precision", state.cand_precision, key=PAGE.key("cp")))
+        state = replace(state, cand_acc=_ui.choose("Accelerator", accs, state.cand_acc, key=_ui.key(PAGE, "ca")),
+                        cand_fw=st.text_input("Framework contains", state.cand_fw, key=_ui.key(PAGE, "cf")),
+                        cand_ver=st.text_input("Framework version contains", state.cand_ver, key=_ui.key(PAGE, "cv")),
+                        cand_strategy=st.text_input("Strategy", state.cand_strategy, key=_ui.key(PAGE, "cs")),
+                        cand_precision=st.text_input("Precision", state.cand_precision, key=_ui.key(PAGE, "cp")))
 state = replace(state, formula=_ui.choose("FLOPs formula for recomputed TFLOPS", views.FORMULA_NAMES, state.formula,
-                                          key=PAGE.key("f"), fmt=lambda f: FORMULA_TITLES.get(f, f)))
+                                          key=_ui.key(PAGE, "f"), fmt=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
 _ui.describe(state)
 _ui.mixed_caveat(state)
@@ -60,6 +60,7 @@ if caveats:
 if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")
+_ui.implausible(table, db)
 st.altair_chart(charts.speedup_bars(table), width="stretch")
 _ui.show_table(table, FORMATS, key="speedups_table")
 _ui.download(state, table)

@@ -25,22 +25,22 @@ for col, preset in zip(st.columns(len(views.links.TIME_TO_TRAIN_PRESETS)), views
 c1, c2, c3, c4 = st.columns(4)
 state = replace(
     state,
-    model=_ui.choose("Model", store.models(db)["id"].to_list(), state.model, key=PAGE.key("m"), where=c1),
-    tokens=_ui.count_input("Tokens (e.g. 300B, 1.2T)", state.tokens, key=PAGE.key("tok"), where=c2),
+    model=_ui.choose("Model", store.models(db)["id"].to_list(), state.model, key=_ui.key(PAGE, "m"), where=c1),
+    tokens=_ui.count_input("Tokens (e.g. 300B, 1.2T)", state.tokens, key=_ui.key(PAGE, "tok"), where=c2),
     accelerator=_ui.choose("Accelerator", store.accelerators(db)["id"].to_list(), state.accelerator,
-                           key=PAGE.key("a"), where=c3),
-    devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key=PAGE.key("n"))),
+                           key=_ui.key(PAGE, "a"), where=c3),
+    devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key=_ui.key(PAGE, "n"))),
 )
 c5, c6, c7, c8 = st.columns(4)
-mode = c5.radio("Throughput from", MODES, index=MODES.index(state.mode), key=PAGE.key("mode"), horizontal=True,
+mode = c5.radio("Throughput from", MODES, index=MODES.index(state.mode), key=_ui.key(PAGE, "mode"), horizontal=True,
                 format_func=MODE_LABELS.__getitem__)
 state = replace(state, mode=mode,
                 efficiency=float(c6.number_input("Efficiency (fraction of dense peak)", 0.001, 1.0, state.efficiency,
-                                                 step=0.05, key=PAGE.key("e"), disabled=mode != "peak")),
+                                                 step=0.05, key=_ui.key(PAGE, "e"), disabled=mode != "peak")),
                 precision=c7.selectbox("Peak precision", PRECISIONS, index=PRECISIONS.index(state.precision),
-                                       key=PAGE.key("p"), disabled=mode != "peak"),
+                                       key=_ui.key(PAGE, "p"), disabled=mode != "peak"),
                 usd_per_hour=float(c8.number_input("$ per device-hour (0 = no cost)", 0.0, 1000.0, state.usd_per_hour,
-                                                   step=0.5, key=PAGE.key("usd"))))
+                                                   step=0.5, key=_ui.key(PAGE, "usd"))))
 _ui.keep_in_url(state)
 _ui.describe(state)
 
@@ -49,7 +49,7 @@ chosen = views.chosen_row(table)
 m1, m2, m3 = st.columns(3)
 m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time (h)']:,.1f} h", delta_color="off",
           delta_arrow="off")
-m2.metric("Throughput used", f"{chosen['tokens/s/device']:,.0f} tokens/s/device")
+m2.metric("Throughput used (tokens/s/device)", f"{chosen['tokens/s/device']:,.0f}")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
 st.caption(_ui.plain(chosen["basis"]))
 st.altair_chart(charts.time_vs_devices(table), width="stretch")

@@ -71,3 +71,22 @@ def input_rows(table_frame: pl.DataFrame, engine: Engine) -> pl.DataFrame:
 def rows_as_inputs(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     """Result rows already read (e.g. the measured row a projection used), shown as input rows."""
     return pl.DataFrame([{c: r.get(c) for c in INPUT_COLUMNS} for r in rows])
+
+
+def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
+    """The audit's warning for every stored result a page's table was computed from (its '... result id' columns)
+    whose configuration the audit calls implausible: one sentence per configuration, naming the result ids."""
+    from perfledger.views.audit import WARNING_KEYS, implausible_warnings
+
+    ids = {int(i) for c in table_frame.columns if c.endswith("result id") for i in table_frame[c].drop_nulls()}
+    warnings = implausible_warnings(engine) if ids else {}
+    if not warnings:
+        return []
+    rows = store.results(engine, columns=("id", *WARNING_KEYS)).filter(pl.col("id").is_in(sorted(ids)))
+    found: dict[tuple[Any, ...], list[int]] = {}
+    for r in rows.sort("id").to_dicts():
+        config = tuple(r[k] for k in WARNING_KEYS)
+        if config in warnings:
+            found.setdefault(config, []).append(int(r["id"]))
+    return [f"{config[1]} on {config[3]} × {config[2]} ({config[0]}; result {', '.join(map(str, ids_))}): "
+            f"{warnings[config]}" for config, ids_ in found.items()]

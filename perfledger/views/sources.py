@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.vocabulary import SourceKind
+from perfledger.vocabulary import LogFormat, SourceKind
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,45 @@ def table(state: SourcesView, engine: Engine) -> pl.DataFrame:
     frame = store.sources(engine)
     if state.kinds:
         frame = frame.filter(pl.col("kind").is_in(list(state.kinds)))
-    return frame.select("id", "kind", "date", "title", "publisher", "url", "evidence", "n_results")
+    return frame.select("id", "kind", "url", "n_results", "date", "title", "publisher", "evidence")
+
+
+IMPORT_KINDS = (SourceKind.UPLOAD.value, SourceKind.CLI.value)
+IMPORT_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(), "kind": pl.String(), "file": pl.String(), "rows": pl.Int64(),
+    "imported (UTC)": pl.Datetime(time_zone="UTC"), "run": pl.Int64(),
+}
+
+
+def imports(engine: Engine) -> pl.DataFrame:
+    """Claim imports, newest first: per imported file (a stored claims file) and source, the rows stored and when;
+    the rows of sources of kind upload or cli that no stored file brought come as one row with the file blank."""
+    sources = store.sources(engine).select(source="id", kind="kind")
+    runs = store.runs(engine).filter(pl.col("format") == LogFormat.CLAIMS_CSV.value)
+    ids = sources.filter(pl.col("kind").is_in(IMPORT_KINDS))["source"].to_list()
+    results = store.results(engine, columns=("source_id", "run_id")).filter(
+        pl.col("run_id").is_in(runs["id"].implode()) | pl.col("source_id").is_in(ids))
+    frame = (results.group_by(source="source_id", run="run_id").agg(rows=pl.len())
+             .join(sources, on="source", how="left")
+             .join(runs.select(run="id", file="file_name", imported="ingested_at"), on="run", how="left")
+             .rename({"imported": "imported (UTC)"}))
+    return frame.select(list(IMPORT_SCHEMA)).cast(IMPORT_SCHEMA).sort(  # type: ignore[arg-type]
+        ["imported (UTC)", "source"], descending=[True, False], nulls_last=True)
+
+
+def link_command(printed_name: str, catalog_id: str) -> str:
+    """The command that links every stored row printed `printed_name` to the catalog row `catalog_id`."""
+    quoted = shlex.quote(printed_name) if set(printed_name) & set('$`\\"!') else f'"{printed_name}"'
+    return f"python -m perfledger catalog link {quoted} {catalog_id}"
+
+
+def unlinked(engine: Engine) -> pl.DataFrame:
+    """Printed model and accelerator names no catalog row claims (perfledger.store.unlinked_names), each with the
+    command that links it to its nearest catalog id (ID to fill in when there is none)."""
+    frame = store.unlinked_names(engine)
+    nearest = [n.split(", ")[0] if n else "ID" for n in frame["nearest"].to_list()]
+    commands = [link_command(name, n) for name, n in zip(frame["printed_name"].to_list(), nearest, strict=True)]
+    return frame.with_columns(pl.Series("link with", commands, dtype=pl.String()))
 
 
 def source_row(sources_frame: pl.DataFrame, source_id: str) -> dict[str, Any]:

@@ -124,14 +124,14 @@ PRESETS: dict[str, Preset] = {
 CAVEAT_COLUMNS = (("workload", "workload"), ("seq_len", "seq len"), ("precision", "precision"), ("global_batch", "global batch"),
                   ("n_devices", "device count"), ("framework_version", "framework version"))
 
-SPEEDUP_SCHEMA: dict[str, pl.DataType] = {
-    "model": pl.String(), "speedup (x)": pl.Float64(),
+SPEEDUP_SCHEMA: dict[str, pl.DataType] = {  # what is compared, the ratio and its caveats first; details after
+    "model": pl.String(), "baseline": pl.String(), "candidate": pl.String(), "speedup (x)": pl.Float64(),
+    "caveats": pl.String(), "kind": pl.String(),
     "baseline value": pl.Float64(), "candidate value": pl.Float64(), "metric": pl.String(),
     "baseline TFLOPS/device published": pl.Float64(), "baseline TFLOPS/device recomputed": pl.Float64(),
     "candidate TFLOPS/device published": pl.Float64(), "candidate TFLOPS/device recomputed": pl.Float64(),
-    "baseline": pl.String(), "candidate": pl.String(),
-    "baseline devices": pl.Int64(), "candidate devices": pl.Int64(), "kind": pl.String(),
-    "caveats": pl.String(), "source": pl.String(), "baseline result id": pl.Int64(), "candidate result id": pl.Int64(),
+    "baseline devices": pl.Int64(), "candidate devices": pl.Int64(),
+    "source": pl.String(), "baseline result id": pl.Int64(), "candidate result id": pl.Int64(),
 }
 
 

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from urllib.parse import urlsplit
-
 from ingest import pipeline
 from perfledger import views
 from perfledger.records import RunConfig
-from tests.browser.conftest import LOGS, Server, assert_no_exception, open_app, screenshot, segment, select, settle, table_cells
+from tests.browser.conftest import (
+    LOGS,
+    Server,
+    assert_no_exception,
+    open_app,
+    screenshot,
+    segment,
+    select,
+    settle,
+    table_cells,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -1,0 +1,88 @@
+"""Every chart the pages build reads on its own: a title, axis titles with units on every layer, accelerators in
+their one colour, and value labels where bars are few."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import polars as pl
+import pytest
+from sqlalchemy import Engine
+
+from perfledger import charts, views
+
+AXES = ("x", "y")
+
+
+def _specs(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield spec
+    for child in spec.get("layer", []) + spec.get("hconcat", []) + spec.get("vconcat", []):
+        yield from _specs(child)
+
+
+def _page_charts(engine: Engine) -> dict[str, charts.Drawn]:
+    table = views.table
+    scaling = table("scaling", views.ScalingView(), engine)
+    sensitivity = table("scaling", views.ScalingView(section="sensitivity"), engine)
+    accel = table("accelerators", views.AcceleratorView(norm="mfu"), engine)
+    return {
+        "overview": charts.count_bars(table("overview", views.OverviewView(), engine), views.OverviewView().by),
+        "speedups": charts.speedup_bars(table("speedups", views.SpeedupView(), engine)),
+        "speedups-fsdp": charts.speedup_bars(table("speedups", views.SpeedupView(preset="fsdp"), engine)),
+        "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0]),
+        "scaling-lines": charts.scaling_lines(views.rows_of_kind(scaling, "computed")),
+        "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored")),
+        "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored")),
+        "time-to-train": charts.time_vs_devices(table("time-to-train", views.TimeToTrainView(), engine)),
+    }
+
+
+@pytest.fixture()
+def page_specs(seeded_engine: Engine) -> dict[str, dict[str, Any]]:
+    return {name: chart.to_dict() for name, chart in _page_charts(seeded_engine).items()}
+
+
+def test_every_chart_has_a_title_and_titled_axes_on_every_layer(page_specs: dict[str, dict[str, Any]]) -> None:
+    for name, spec in page_specs.items():
+        assert spec.get("title"), f"{name}: no title"
+        for sub in _specs(spec):
+            for axis in AXES:
+                channel = sub.get("encoding", {}).get(axis)
+                if channel is not None:
+                    assert channel.get("title"), f"{name}: {axis} axis of a layer has no title: {channel}"
+
+
+def test_axis_titles_say_their_unit(page_specs: dict[str, dict[str, Any]]) -> None:
+    for name, spec in page_specs.items():
+        quantitative = [s["encoding"][a]["title"] for s in _specs(spec) for a in AXES
+                        if s.get("encoding", {}).get(a, {}).get("type") == "quantitative"]
+        assert quantitative, name
+        assert all("(" in t or "/" in t for t in quantitative), f"{name}: {quantitative}"
+
+
+def test_accelerator_colours_are_the_catalogue_colours(page_specs: dict[str, dict[str, Any]]) -> None:
+    for name, spec in page_specs.items():
+        for sub in _specs(spec):
+            colour = sub.get("encoding", {}).get("color", {})
+            if colour.get("field") == "accelerator":
+                scale = colour["scale"]
+                assert scale["range"] == [charts.ACCELERATOR_COLOURS.get(a, "#78909c") for a in scale["domain"]], name
+
+
+def test_few_bars_carry_their_values_and_the_overview_axis_is_logarithmic(
+        page_specs: dict[str, dict[str, Any]]) -> None:
+    for name in ("speedups", "scaling-stored", "overview"):
+        assert any(s.get("mark", {}) in ("text", {"type": "text"}) or s.get("mark", {}).get("type") == "text"
+                   for s in _specs(page_specs[name]) if isinstance(s.get("mark"), (str, dict))), name
+    x = next(s["encoding"]["x"] for s in _specs(page_specs["overview"]) if "encoding" in s)
+    assert x["scale"]["type"] == "log"
+
+
+def test_scaling_series_identify_themselves() -> None:
+    frame = pl.DataFrame({"series": ["a · 1", "b · 2"], "devices": [8, 16], "accelerator": ["h100-sxm", "h100-sxm"],
+                          "throughput (tokens/s, all devices)": [1.0, 2.0], "ideal linear (tokens/s)": [1.0, 2.0],
+                          "scaling efficiency": [1.0, 1.0], "source": ["s", "s"], "result id": [1, 2]})
+    spec = charts.scaling_lines(frame).to_dict()
+    assert any(s.get("encoding", {}).get("shape", {}).get("field") == "series" for s in _specs(spec))
+    assert any(s.get("encoding", {}).get("text", {}).get("field") == "series" for s in _specs(spec))

@@ -1,0 +1,30 @@
+"""Figures the audit calls implausible carry its warning on every page that shows them, not only Accelerators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import Engine
+from streamlit.testing.v1 import AppTest
+
+from perfledger import views
+
+
+def test_the_nemo_h200_figures_are_named_with_the_audit_reason(seeded_engine: Engine) -> None:
+    lines = views.implausible_in(views.table("speedups", views.SpeedupView(), seeded_engine), seeded_engine)
+    assert any(line.startswith("llama2-70b on 8 × h200 (nv_blog_nemo_h200_2023; result") for line in lines)
+    assert all("audit: implausible (" in line for line in lines)
+
+
+def test_a_table_without_result_ids_has_no_warning(seeded_engine: Engine) -> None:
+    assert views.implausible_in(views.table("overview", views.OverviewView(), seeded_engine), seeded_engine) == []
+
+
+@pytest.mark.parametrize(("slug", "query"), [("speedups", ""), ("accelerators", "n=mfu")])
+def test_page_shows_the_audit_warning(seeded_url: str, open_page: Callable[..., AppTest], slug: str,
+                                      query: str) -> None:
+    at = open_page(slug, query)
+    assert not at.exception, at.exception
+    warnings = [w.value for w in at.warning if "audit calls these figures implausible" in w.value]
+    assert warnings and "h200" in warnings[0]
