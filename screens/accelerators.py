@@ -35,11 +35,11 @@ if state.section == "head":
     state = replace(state, cross_source=h2.toggle("Pair across sources", state.cross_source, key=PAGE.key("xs")))
 if state.section != "compare":
     _ui.keep_in_url(state)
-    st.subheader(state.describe())
+    _ui.describe(state)
     _ui.mixed_caveat(state)
     table = _ui.compute(PAGE, state, db)
     for line in views.hardware.summaries(table) if state.section == "head" else []:
-        st.markdown(f"- {line}")
+        st.markdown(f"- {_ui.plain(line)}")
     if state.section == "head" and table.height == 0:
         st.info("No like-for-like pair of stored results for these accelerators: add one, pair across sources, "
                 "or choose another workload.")
@@ -67,7 +67,7 @@ state = replace(state,
                                      index=views.FORMULA_NAMES.index(state.formula), key=PAGE.key("f"),
                                      format_func=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 _ui.mixed_caveat(state)
 if state.norm == "watt":
     st.caption("Per watt divides by the accelerator's TDP from the catalog, not by measured power draw.")

@@ -31,7 +31,7 @@ state = replace(
     workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=c1),
 )
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 
 table = _ui.compute(PAGE, state, db)
 counts = views.verdict_counts(table)

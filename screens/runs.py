@@ -46,7 +46,7 @@ if runs.height == 0:
     st.stop()
 
 if not state.run:
-    st.subheader(state.describe())
+    _ui.describe(state)
     _ui.show_table(runs, FORMATS, key="runs_table")
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
@@ -56,10 +56,8 @@ if not state.run:
 
 ids = runs["id"].to_list()
 if state.run not in ids:
-    try:
-        st.info(rv.unlisted_note(db, state.run), icon=":material/info:")
-    except PerfledgerError as exc:
-        _ui.render_error(exc)
+    _ui.compute(PAGE, state, db)  # a run that does not exist is said as an error
+    st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
     st.stop()
 names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
 c1, c2 = st.columns([2, 3])
@@ -77,9 +75,9 @@ _ui.keep_in_url(state)
 
 steps = _ui.compute(PAGE, state, db)
 row = rv.stored_run(db, state.run)
-st.subheader(f"Run {row.id} · {row.file_name}")
-st.markdown(rv.header_table(row))
-st.caption(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped · {state.describe()}")
+st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
+st.markdown(rv.header_table(row, _ui.plain))
+st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
 summary = views.run_summary(state, steps)
 figures = rv.run_figures(db, row)
 if summary is None:

@@ -27,7 +27,7 @@ state = replace(state, section=section or state.section,
                 accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators,
                                              key=PAGE.key("a")))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 _ui.mixed_caveat(state)
 
 table = _ui.compute(PAGE, state, db)

@@ -46,7 +46,7 @@ if state.preset == "custom":
 state = replace(state, formula=_ui.choose("FLOPs formula for recomputed TFLOPS", views.FORMULA_NAMES, state.formula,
                                           key=PAGE.key("f"), fmt=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 _ui.mixed_caveat(state)
 
 table = _ui.compute(PAGE, state, db)
@@ -56,7 +56,7 @@ if table.height == 0:
     st.stop()
 caveats = views.caveat_list(table)
 if caveats:
-    st.warning("Not like for like: " + " · ".join(caveats), icon=":material/warning:")
+    st.warning(_ui.plain("Not like for like: " + " · ".join(caveats)), icon=":material/warning:")
 if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")

@@ -143,11 +143,12 @@ def run_header(row: RunRow) -> list[tuple[str, str]]:
     return [(label, _joined(row.config, keys)) for label, keys in HEADER]
 
 
-def header_table(row: RunRow) -> str:
-    """The run header as a one-row Markdown table (labels over values)."""
+def header_table(row: RunRow, escape: Callable[[str], str] = str) -> str:
+    """The run header as a one-row Markdown table (labels over values, each value passed through `escape`: the
+    values come from a log)."""
     pairs = run_header(row)
     return "\n".join(["| " + " | ".join(k for k, _ in pairs) + " |", "|" + "---|" * len(pairs),
-                      "| " + " | ".join(v.replace("|", "\\|") for _, v in pairs) + " |"])
+                      "| " + " | ".join(escape(v.replace("|", "/")) for _, v in pairs) + " |"])
 
 
 def _joined(config: dict[str, Any], keys: tuple[str, ...]) -> str:
