@@ -195,7 +195,9 @@ def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, pr
                 window: StepWindow = None, fmt: str = ",.4g") -> Drawn:
     """One per-step figure against step: our recomputation, and (where stored) the figure as the log printed
     it, the steady window shaded."""
-    series = [(value, _RECOMPUTED)] + ([(printed, _PRINTED)] if printed and printed in frame.columns else [])
+    series = [(value, _RECOMPUTED)] + ([(printed, _PRINTED)] if printed and printed in frame.columns
+                                       and frame[printed].fill_nan(None).count() else [])
+    names = [name for _, name in series]
     long = pl.concat([envelope(frame.select("step", pl.col(c).fill_nan(None).alias("value")), "value").with_columns(
         pl.lit(name).alias("figure")) for c, name in series])
     drawn_title = _drawn_title(title, long.filter(pl.col("figure") == _RECOMPUTED), frame, value) \
@@ -203,11 +205,10 @@ def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, pr
     lines = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=12)).encode(
         x=alt.X("step:Q", title="step"),
         y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
-        color=alt.Color("figure:N", title=None, scale=alt.Scale(domain=[_RECOMPUTED, _PRINTED],
-                                                                range=["#1f77b4", "#ff7f0e"]),
+        color=alt.Color("figure:N", title=None, scale=alt.Scale(domain=names, range=["#1f77b4", "#ff7f0e"][:len(names)]),
                         legend=alt.Legend(orient="bottom")),
-        strokeDash=alt.StrokeDash("figure:N", legend=None, scale=alt.Scale(domain=[_RECOMPUTED, _PRINTED],
-                                                                          range=[[1, 0], [4, 3]])),
+        strokeDash=alt.StrokeDash("figure:N", legend=None,
+                                  scale=alt.Scale(domain=names, range=[[1, 0], [4, 3]][:len(names)])),
         tooltip=["step", "figure", alt.Tooltip("value:Q", format=fmt, title=y_title)],
     )
     return _drawn((_window_band(window) + lines).properties(title=drawn_title, height=220))
