@@ -77,6 +77,7 @@ class LogFormat(StrEnum):
     LLMC = "llmc"
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
+    MAXTEXT = "maxtext"
 
 
 class Precision(StrEnum):
