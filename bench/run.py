@@ -366,9 +366,9 @@ def _serve(script: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(f"streamlit did not start for {script}")
 
 
-def bench_browser(url: str, work: Path, repeats: int) -> dict[str, Any]:
+def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
     """Each page's time to render in Chromium (fresh context each time, so no session is reused) against an empty
-    Streamlit page; the first, warming load of each is not timed."""
+    Streamlit page; the first, warming load of each is not timed (with `warm`; --quick leaves it out)."""
     if not CHROMIUM.exists():
         return {"error": "needs /usr/bin/chromium"}
     from playwright.sync_api import sync_playwright
@@ -393,12 +393,14 @@ def bench_browser(url: str, work: Path, repeats: int) -> dict[str, Any]:
                 ctx.close()
 
             app_base, blank_base = servers[0][1], servers[1][1]
-            load(blank_base)
+            if warm:
+                load(blank_base)
             t_blank, _ = timed(partial(load, blank_base), repeats)
             out["blank"] = {"render_s": t_blank}
             for page_ in PAGES:
                 address = f"{app_base}/{page_.slug}"
-                load(address)
+                if warm:
+                    load(address)
                 t, _ = timed(partial(load, address), repeats)
                 out[page_.slug] = {"render_s": t, "ratio": t["median"] / t_blank["median"]}
             browser.close()
@@ -486,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
             if "pages" not in skip:
                 report["pages"] = bench_pages(url, args.repeats)
             if "browser" not in skip:
-                report["browser"] = bench_browser(url, work, 1 if q else args.repeats)
+                report["browser"] = bench_browser(url, work, 1 if q else args.repeats, warm=not q)
             if "csv" not in skip:
                 report["csv"] = bench_csv(url, csv_rows, args.repeats)
     finally:
