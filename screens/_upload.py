@@ -17,6 +17,7 @@ from perfledger import store
 from perfledger.errors import PerfledgerError
 from perfledger.records import PreparedRun, RunConfig, SaveResult
 from screens import _ui
+from screens._upload_form import annotated_upload
 
 HELD = "ru_prepared"  # session key of (SHA-256 of the uploaded bytes, its PreparedRun)
 
@@ -94,6 +95,7 @@ def upload_panel() -> None:
             return
         try:
             pre = prepared_upload(st.session_state, f.getvalue(), f.name, db, cfg.max_upload_mb * 1024 * 1024)
+            pre = annotated_upload(st.session_state, pre, f.getvalue(), f.name, db, cfg.max_upload_mb * 1024 * 1024)
             existing = store.find_run(db, pre.content_sha256)
         except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
             st.error(str(exc), icon=":material/error:")
