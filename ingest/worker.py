@@ -91,18 +91,18 @@ class Job:
 
     def outcome(self) -> dict[str, Any]:
         """The child's result.json once it ended well; else the limit it hit or what it said, as IngestStopped."""
-        verb = "reading" if self.what == "prepare" else "storing"
+        verb = "read" if self.what == "prepare" else "store"
         if self.timed_out or self.proc.returncode == -signal.SIGALRM:
-            raise IngestStopped(f"{verb} the upload took longer than {self.limits.timeout_s:g} s and was stopped; "
+            raise IngestStopped(f"the upload took longer than {self.limits.timeout_s:g} s to {verb} and was stopped; "
                                 "nothing was stored")
         result = _read_json(self.folder / "result.json")
         if result.get("error"):
             raise PerfledgerError(str(result["error"]))
         if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
-            raise IngestStopped(f"{verb} the upload needed more than {self.limits.memory_mb} MB of memory and was "
+            raise IngestStopped(f"the upload needed more than {self.limits.memory_mb} MB of memory to {verb} and was "
                                 "stopped; nothing was stored")
         if self.proc.returncode != 0 or "ok" not in result:
-            raise IngestStopped(f"{verb} the upload failed in its worker process (exit {self.proc.returncode}: "
+            raise IngestStopped(f"the upload's worker process failed to {verb} it (exit {self.proc.returncode}: "
                                 f"{_last_line(self.folder / 'stderr.log')}); nothing was stored")
         return result
 
@@ -135,13 +135,13 @@ def start_save(prepared: Prepared, db_url: str, limits: Limits) -> Job:
     return Job("save", prepared.folder, db_url, limits)
 
 
-def wait(job: Job, tick: Callable[[float], None] = lambda _: None) -> dict[str, Any]:
-    """Poll the job until it ends, calling tick(seconds so far) between polls; its outcome. A caller that is
-    interrupted leaves the job running (it can wait for it again, or cancel it)."""
+def wait(job: Job, tick: Callable[[float], None] = lambda _: None) -> Job:
+    """Poll the job until it ends (or is killed at its time limit), calling tick(seconds so far) between polls.
+    A caller that is interrupted leaves the job running: it can wait for it again, or cancel it."""
     while not job.poll():
         tick(job.elapsed)
         time.sleep(POLL_S)
-    return job.outcome()
+    return job
 
 
 def prepared_from(job: Job) -> Prepared:
