@@ -24,8 +24,8 @@ def test_an_upload_past_the_time_limit_is_stopped_and_the_page_says_so(
     at = open_page("runs")
     at.file_uploader(key="ru_file").set_value((MEGATRON.name, MEGATRON.read_bytes(), "text/plain")).run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["the upload took longer than 1 s to read and was stopped; "
-                                           "nothing was stored"]
+    said = "the upload took longer than 1 s to read and was stopped; nothing was stored"
+    assert [e.value for e in at.error] == [said]
     assert not at.button and store.counts(seeded_engine) == before
 
 
