@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ingest.streams import printable
 from perfledger.errors import PerfledgerError
 from perfledger.records import PreparedRun, SaveResult, StepFiles
 
@@ -125,7 +126,7 @@ def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, li
     """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store)."""
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
     (folder / "upload").write_bytes(raw)
-    (folder / "request.json").write_text(json.dumps({"file_name": file_name, "limit": limit}))
+    (folder / "request.json").write_text(json.dumps({"file_name": printable(file_name), "limit": limit}))
     return Job("prepare", folder, db_url, limits)
 
 
