@@ -16,6 +16,7 @@ from pathlib import Path
 from ingest.pipeline import IngestOutcome, ingest_stream
 from ingest.streams import open_regular, printable
 from perfledger import store
+from perfledger.catalog import Catalog
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
 from perfledger.process import exit_process, lean_process
 from perfledger.records import RunConfig
@@ -40,14 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def overrides_from(args: argparse.Namespace) -> RunConfig:
+def overrides_from(args: argparse.Namespace, known: Catalog | None = None) -> RunConfig:
+    """The hints given on the command line, names resolved with `known` (the store's catalog; default: data/'s)."""
     from perfledger import catalog
 
     if args.devices is not None and args.devices <= 0:
         raise InvalidInput(f"--devices must be positive, got {args.devices}")
     return RunConfig(
-        model=catalog.resolve_model(args.model) if args.model else None,
-        accelerator=catalog.resolve_accelerator(args.accelerator) if args.accelerator else None,
+        model=catalog.resolve_model(args.model, known) if args.model else None,
+        accelerator=catalog.resolve_accelerator(args.accelerator, known) if args.accelerator else None,
         n_devices=args.devices,
         precision=catalog.normalize_precision(args.precision) if args.precision else None,
     )
@@ -99,9 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.files) == args.demo:
         parser.error("give log files, or --demo alone")
     try:
-        overrides = overrides_from(args)
         engine = store.engine_from_url(args.db)
         store.create_schema(engine)
+        overrides = overrides_from(args, store.catalog_record(engine))
     except (InvalidInput, UnknownId) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -45,7 +45,7 @@ def speedup_bars(frame: pl.DataFrame) -> Drawn:
         yOffset="kind:N",
         tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats"],
     )
-    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("speedup (x):Q", format=".1f"), color=alt.value("#333"))
+    text = bars.mark_text(align="left", dx=3).encode(text=alt.Text("speedup (x):Q", format=".2f"), color=alt.value("#333"))
     one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(x="x:Q")
     return _drawn((bars + text + one).properties(height=alt.Step(16)))
 

@@ -1,4 +1,4 @@
-"""python -m perfledger: init | rebuild | calc | export | audit | copy.
+"""python -m perfledger: init | rebuild | calc | export | audit | copy | catalog (perfledger/cli_catalog.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
 0 done, 1 the store or data refused, 2 a usage or input error.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import store
+from perfledger import cli_catalog, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
     copy.add_argument("--from", dest="src", required=True, help="source store URL")
     copy.add_argument("--to", dest="dst", required=True, help="destination store URL (must be empty)")
+    cli_catalog.register(sub)
     return parser
 
 
@@ -159,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export": cmd_export,
         "audit": cmd_audit,
         "copy": cmd_copy,
+        "catalog": cli_catalog.run,
     }
     try:
         return commands[args.command](args)

@@ -6,19 +6,17 @@ function, and returns the value with its unit, formula and every input it used.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
 from sqlalchemy import Engine
 
 from perfledger import catalog, store
 from perfledger.calc import flops as fl
 from perfledger.calc import formula_of
 from perfledger.calc import metrics as m
-from perfledger.errors import InvalidInput, UnknownId
+from perfledger.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,23 +72,18 @@ class Args:
 
 
 def model_row(engine: Engine, name: str) -> dict[str, Any]:
-    model_id = catalog.resolve_model(name)
-    rows = store.models(engine).filter(pl.col("id") == model_id)
-    if rows.height == 0:
-        raise UnknownId("model", name, _nearest(name, store.models(engine)["id"].to_list()))
-    return rows.row(0, named=True)
+    """The store's model row for a name as printed, resolved with the store's catalog (so a model added with
+    `catalog add` is used at once); unknown names raise UnknownId with the nearest ids."""
+    return _catalog_row(engine, "model", name)
 
 
 def accelerator_row(engine: Engine, name: str) -> dict[str, Any]:
-    acc_id = catalog.resolve_accelerator(name)
-    rows = store.accelerators(engine).filter(pl.col("id") == acc_id)
-    if rows.height == 0:
-        raise UnknownId("accelerator", name, _nearest(name, store.accelerators(engine)["id"].to_list()))
-    return rows.row(0, named=True)
+    return _catalog_row(engine, "accelerator", name)
 
 
-def _nearest(name: str, ids: list[str]) -> list[str]:
-    return difflib.get_close_matches(name.lower(), ids, n=3, cutoff=0.3)
+def _catalog_row(engine: Engine, kind: str, name: str) -> dict[str, Any]:
+    known = store.catalog_record(engine)
+    return dict(known.rows(kind)[catalog.resolve_noted(kind, name, known)[0]])
 
 
 def _flops(engine: Engine, args: Args) -> tuple[float, dict[str, Any]]:
@@ -144,7 +137,7 @@ def time_to_train(engine: Engine, args: Args) -> Figure:
         args.used.update({"model", "seq_len"})  # accepted for context; throughput already measured
         inputs: dict[str, Any] = {"tokens": tokens, "devices": devices, "tokens_per_s_per_device": tps}
         if args.has("model"):
-            inputs["model"] = catalog.resolve_model(args.raw["model"])
+            inputs["model"] = catalog.resolve_model(args.raw["model"], store.catalog_record(engine))
         seconds = m.time_to_train_s(tokens, devices, tps)
         return Figure("time_to_train", seconds, "s", formula_of(m.time_to_train_s), inputs, _durations(seconds))
     f, inputs = _flops(engine, args)

@@ -56,6 +56,7 @@ accelerator = Table(
     Column("source_id", String),
     Column("evidence", Text),
     Column("note", Text),
+    Column("aliases", Text),  # printed names, " | "-separated; "NAME [NOTE]" resolves with that note (a default)
 )
 
 model = Table(
@@ -79,6 +80,7 @@ model = Table(
     Column("tied_embeddings", Boolean),
     Column("source_id", String),
     Column("note", Text),
+    Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
 )
 
 run = Table(

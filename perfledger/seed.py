@@ -10,7 +10,7 @@ with the id None, and listed in `Seed.unresolved`.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,9 @@ from typing import Any
 from sqlalchemy import Boolean, Float, Integer, Table
 
 from perfledger import schema
-from perfledger.catalog import (
-    ACCELERATOR_IDS,
-    MODEL_IDS,
-    resolve_accelerator_noted,
-    resolve_model,
-)
+from perfledger.catalog.link import is_absent
+from perfledger.catalog.record import Catalog
+from perfledger.catalog.resolve import resolve_noted
 from perfledger.errors import DataFileError, UnknownId
 from perfledger.records import ResultRecord
 from perfledger.vocabulary import Evidence, Metric, Precision, SourceKind
@@ -35,7 +32,6 @@ RESULTS_FILE = "results.csv"
 RESULT_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in schema.result.columns if c.name not in ("id", "row_key", "run_id")
 )
-_ABSENT_NAMES = frozenset({"", "not stated", "unstated", "n/a", "none"})
 
 Row = dict[str, Any]
 
@@ -66,9 +62,17 @@ def load_seed(data_dir: Path) -> Seed:
     source_ids = frozenset(s["id"] for s in sources)
     accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator, _check_reference(source_ids)))
     models = tuple(_read_table(data_dir / MODELS_FILE, schema.model, _check_reference(source_ids)))
-    known = _Known(source_ids, frozenset(a["id"] for a in accelerators), frozenset(m["id"] for m in models))
+    known = _Known(source_ids, frozenset(a["id"] for a in accelerators), frozenset(m["id"] for m in models),
+                   Catalog.from_rows(models, accelerators))
     results, unresolved = _read_results(data_dir / RESULTS_FILE, known)
     return Seed(sources, accelerators, models, results, unresolved)
+
+
+def read_catalog_rows(data_dir: Path) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+    """(models, accelerators) of models.csv and accelerators.csv under `data_dir`, typed, sources unchecked."""
+    models = tuple(_read_table(data_dir / MODELS_FILE, schema.model, lambda _row: None))
+    accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator, lambda _row: None))
+    return models, accelerators
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class _Known:
     sources: frozenset[str]
     accelerators: frozenset[str]
     models: frozenset[str]
+    catalog: Catalog
 
 
 def _read_table(path: Path, table: Table, check: Callable[[Row], str | None]) -> Iterator[Row]:
@@ -115,6 +120,11 @@ def _typed(path: Path, line: int, raw: dict[str, str], table: Table) -> Row:
         if row[column.name] is None and not column.nullable and not column.primary_key:
             raise DataFileError(path.name, line, f"column {column.name} must not be empty")
     return row
+
+
+def typed_cells(raw: Mapping[str, str], table: Table, file_name: str = "", line: int = 0) -> Row:
+    """The cells of `raw` typed by their columns in `table`; raises DataFileError naming the bad cell."""
+    return _typed(Path(file_name), line, dict(raw), table)
 
 
 def _convert(text: str, column_type: Any) -> Any:
@@ -170,8 +180,8 @@ def _read_results(path: Path, known: _Known) -> tuple[tuple[ResultRecord, ...], 
         row = _typed(path, line, raw, _RESULT_TABLE)
         if (problem := _result_problem(row, known)) is not None:
             raise DataFileError(path.name, line, problem)
-        acc_id, acc_missing = _resolved_id(row, "accelerator", known.accelerators, path.name, line)
-        model_id, model_missing = _resolved_id(row, "model", known.models, path.name, line)
+        acc_id, acc_missing = _resolved_id(row, "accelerator", known, path.name, line)
+        model_id, model_missing = _resolved_id(row, "model", known, path.name, line)
         unresolved += [u for u in (acc_missing, model_missing) if u is not None]
         records.append(_record({**row, "accelerator_id": acc_id, "model_id": model_id}))
     return tuple(records), tuple(unresolved)
@@ -194,26 +204,19 @@ def _result_problem(row: Row, known: _Known) -> str | None:
 
 
 def _resolved_id(
-    row: Row, kind: str, known_ids: frozenset[str], file_name: str, line: int
+    row: Row, kind: str, known: _Known, file_name: str, line: int
 ) -> tuple[str | None, Unresolved | None]:
     """The row's catalog id: the id column if it names a known id, else its printed name resolved."""
     given, printed = row[f"{kind}_id"], row[f"{kind}_as_printed"]
     name = given if given is not None else printed
-    if name is None or name.strip().lower() in _ABSENT_NAMES:
+    if is_absent(name):
         return None, None
+    if name in known.catalog.rows(kind):
+        return name, None
     try:
-        found = _resolve(kind, name)
+        return resolve_noted(kind, name, known.catalog)[0], None
     except UnknownId as exc:
         return None, Unresolved(file_name, line, name, kind, exc.nearest)
-    if found not in known_ids:
-        return None, Unresolved(file_name, line, name, kind, (found,))
-    return found, None
-
-
-def _resolve(kind: str, name: str) -> str:
-    if kind == "accelerator":
-        return name if name in ACCELERATOR_IDS else resolve_accelerator_noted(name)[0]
-    return name if name in MODEL_IDS else resolve_model(name)
 
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(ResultRecord))

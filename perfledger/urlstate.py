@@ -3,12 +3,16 @@
 A field declares its short key (and optionally its allowed choices or bounds) with `key(...)`; its type
 (str, int, float, bool, tuple[str, ...]) decides how it is written and read. Defaults are left out of the
 URL; a malformed or unknown value falls back to the field's default and adds a sentence to `problems`.
+Every value a link can carry is bounded: whole numbers within JavaScript's safe integers (the widgets' limit),
+finite floats, text of at most MAX_TEXT characters without control characters, at most MAX_ITEMS list items.
+A sentence in `problems` quotes the offending value shortened and with control characters escaped (`quoted`).
 Pure: no Streamlit here.
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, Field, field, fields, replace
 from typing import Any, TypeVar, get_type_hints
@@ -16,6 +20,11 @@ from typing import Any, TypeVar, get_type_hints
 T = TypeVar("T")
 
 QueryLike = Mapping[str, str] | Mapping[str, list[str]] | Iterable[tuple[str, str]]
+
+MAX_INT = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER: what a Streamlit number widget accepts
+MAX_TEXT = 200  # characters in one text value (an id, a filter)
+MAX_ITEMS = 50  # items in one list value
+QUOTE_CHARS = 40  # characters of an offending value quoted in a problem sentence
 
 
 def key(
@@ -72,21 +81,45 @@ def decode(raw: str, typ: Any) -> Any:
             return False
         raise ValueError("should be 1 or 0")
     if typ is int:
+        if len(raw) > 20:  # int() of a 100 KB digit string is slow, and far out of range anyway
+            raise ValueError(f"should be a whole number between {-MAX_INT} and {MAX_INT}")
         try:
-            return int(raw)
+            number = int(raw)
         except ValueError:
             raise ValueError("should be a whole number") from None
+        if abs(number) > MAX_INT:
+            raise ValueError(f"should be a whole number between {-MAX_INT} and {MAX_INT}")
+        return number
     if typ is float:
         try:
-            value = float(raw)
+            value = float(raw[:100])
         except ValueError:
             raise ValueError("should be a number") from None
-        if not math.isfinite(value):
+        if len(raw) > 100 or not math.isfinite(value):
             raise ValueError("should be a finite number")
         return value
     if typ == tuple[str, ...]:
-        return tuple(raw.split(",")) if raw else ()
+        items = tuple(raw.split(",")) if raw else ()
+        if len(items) > MAX_ITEMS:
+            raise ValueError(f"should list at most {MAX_ITEMS} items")
+        for item in items:
+            _check_text(item)
+        return items
+    _check_text(raw)
     return raw
+
+
+def _check_text(raw: str) -> None:
+    if len(raw) > MAX_TEXT:
+        raise ValueError(f"is longer than {MAX_TEXT} characters")
+    if any(unicodedata.category(c) == "Cc" for c in raw):
+        raise ValueError("holds control characters")
+
+
+def quoted(value: str, limit: int = QUOTE_CHARS) -> str:
+    """`value` in quotes for a sentence: shortened to `limit` characters, control characters escaped (repr)."""
+    short = value if len(value) <= limit else value[:limit] + "…"
+    return repr(short)
 
 
 def _check(f: Field[Any], value: Any) -> None:
@@ -115,13 +148,14 @@ def from_query(cls: type[T], query: QueryLike) -> T:
             _check(f, value)
         except ValueError as exc:
             default = f.default if f.default is not MISSING else None
-            problems.append(f"{short}={q[short]!r} {exc}; showing {encode(default) or 'the default'} instead.")
+            problems.append(f"{short}={quoted(q[short])} {exc}; showing {quoted(encode(default)) if encode(default) else 'the default'} instead.")
             continue
         values[f.name] = value
     known = {f.metadata["key"] for f, _ in _url_fields(cls)}
     unknown = sorted(k for k in q if k not in known)
     if unknown:
-        problems.append(f"Ignored unknown link parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
+        names = ", ".join(quoted(k) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        problems.append(f"Ignored unknown link parameter{'s' if len(unknown) > 1 else ''}: {names}.")
     return replace(cls(), **values, problems=tuple(problems))  # type: ignore[type-var]
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import quote, urlsplit
 
 import polars as pl
 import streamlit as st
@@ -15,6 +18,44 @@ from perfledger.errors import PerfledgerError
 from perfledger.settings import Settings, load_settings
 from perfledger.views import links
 from perfledger.views.registry import Page
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=^\"'&/@%;?])")
+
+
+def plain(text: object) -> str:
+    """`text` made safe for any Markdown-rendering element (st.markdown, caption, subheader, info, labels):
+    every Markdown, HTML and directive character is backslash-escaped, so links, images, emphasis, `:icons:`,
+    colours, LaTeX and bare-URL autolinks all show as the characters typed; control characters (newlines, NUL,
+    ANSI escapes) show as their escape sequence. Use it for every string that comes from a URL, a log or a claim.
+    """
+    shown = "".join(c if unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in str(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown)
+
+
+def web_url(value: object) -> str | None:
+    """`value` as a link target when it is an absolute http(s) URL (percent-encoded where Markdown or the
+    browser could misread it), else None: javascript:, data: and every other scheme stay text."""
+    text = str(value or "").strip()
+    if not text or any(unicodedata.category(c) in ("Cc", "Zs", "Zl", "Zp") for c in text):
+        return None
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return quote(text, safe=":/?#[]@!$&'*+,;=%~-._")
+
+
+def web_link(where: Any, url: object) -> None:
+    """A source's URL in `where`: a plain link when it is http(s), else the text as typed."""
+    href = web_url(url)
+    if href:
+        where.markdown(f"[{plain(url)}]({href})")
+    elif url:
+        show_text(where, url)
+
+
+def show_text(where: Any, text: object) -> None:
+    """User-derived text in `where` (st, a column): never read as Markdown."""
+    where.markdown(plain(text))
 
 
 def settings() -> Settings:
@@ -38,7 +79,7 @@ def engine() -> Engine:
 
 def render_error(exc: PerfledgerError) -> NoReturn:
     """The one place a user-facing error becomes output; other exceptions still surface as bugs."""
-    st.error(str(exc), icon=":material/error:")
+    st.error(plain(exc), icon=":material/error:")  # the sentence may quote a URL value or a file name
     st.stop()
 
 
@@ -65,7 +106,7 @@ def page_state(page: Page[Any]) -> Any:
             del st.session_state[k]
     state = urlstate.from_query(page.state, current)
     for problem in state.problems:
-        st.info(problem, icon=":material/link_off:")
+        st.info(plain(problem), icon=":material/link_off:")
     return state
 
 
@@ -78,8 +119,9 @@ def keep_in_url(state: Any) -> None:
 
 
 def page_link(where: Any, label: str, link: links.Link, icon: str) -> None:
-    """A link (in `where`: st, a column) to a page's view; `link` from perfledger.views.links."""
-    where.page_link(link.page.file, label=label, icon=icon, query_params=link.query)
+    """A link (in `where`: st, a column) to a page's view; `link` from perfledger.views.links. The label is
+    shown as text (it may quote a file name or an id)."""
+    where.page_link(link.page.file, label=plain(label), icon=icon, query_params=link.query)
 
 
 def stop_if_empty(db: Engine) -> None:
@@ -128,7 +170,12 @@ def download(state: Any, table: pl.DataFrame) -> None:
 
 def header(title: str, state: Any) -> None:
     st.title(title)
-    st.caption(state.describe())
+    st.caption(plain(state.describe()))
+
+
+def describe(state: Any) -> None:
+    """The page's state in words, as a subheader; the words quote URL values, so never read as Markdown."""
+    st.subheader(plain(state.describe()))
 
 
 # Display names for stored column names (the CSV keeps the stored names; only the screen reads these).
@@ -156,8 +203,14 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
             hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}
             frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
             config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=_SOURCE_TEXT)
-    if "url" in frame.columns:
+    if "url" in frame.columns:  # a link only for http(s); any other scheme (javascript:, data:) stays text
+        web = pl.Series("url", [web_url(v) for v in frame["url"].to_list()], dtype=pl.String)
+        if (frame["url"].is_not_null() & web.is_null()).any():
+            frame = frame.with_columns(pl.when(web.is_null()).then(pl.col("url")).alias("url (not a web link)"))
+        frame = frame.with_columns(web)
         config["url"] = st.column_config.LinkColumn("url")
+    text = [c for c, t in frame.schema.items() if t == pl.String and c not in ("source", "source_id", "url")]
+    frame = frame.with_columns(pl.col(text).fill_null("—"))  # the screen reads "—", the CSV keeps blanks
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key)
 
 
@@ -171,3 +224,30 @@ def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: C
 def choose_many(label: str, options: Sequence[str], current: Sequence[str], *, key: str) -> tuple[str, ...]:
     opts = list(dict.fromkeys([*current, *options]))
     return tuple(st.multiselect(label, opts, default=list(current), key=key))
+
+
+def choose_workload(current: str, *, key: str, where: Any = st) -> str:
+    """The workload filter of a comparing page (perfledger.views._shared.WORKLOADS; "all" mixes them)."""
+    from perfledger.views._shared import WORKLOAD_LABELS, WORKLOADS
+
+    return choose("Workload", WORKLOADS, current, key=key, fmt=lambda w: WORKLOAD_LABELS.get(w, w), where=where)
+
+
+def mixed_caveat(state: Any) -> None:
+    """The warning a view carries when the user asked it to mix workloads."""
+    caveat = state.caveat() if hasattr(state, "caveat") else ""
+    if caveat:
+        st.warning(plain(caveat[:1].upper() + caveat[1:] + "."), icon=":material/warning:")
+
+
+def count_input(label: str, current: float, *, key: str, where: Any = st) -> float:
+    """A text input for a count that reads 300B / 1.2T (perfledger.views._shared.parse_count); a value it cannot
+    read is said under the input and the current count is kept."""
+    from perfledger.views._shared import parse_count, si
+
+    text = str(where.text_input(label, si(current), key=key))
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        where.error(str(exc), icon=":material/error:")
+        return current

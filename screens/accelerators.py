@@ -11,12 +11,41 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": "%,.1f", "normalized": "%,.3g", "peak TFLOPS used": "%.1f"}
+FORMATS = {"value": "%,.1f", "peak TFLOPS used": "%.1f", "ratio (second / first)": "%.2fx", "ratio per peak": "%.2fx",
+           "ratio per watt": "%.2fx", "first value": "%,.1f", "second value": "%,.1f", "memory (GB)": "%,.0f",
+           "TDP (W)": "%,.0f", "bandwidth (TB/s)": "%.2f"}
+NORM_FORMATS = {"device": "%,.1f", "mfu": "percent", "watt": "%,.3f", "dollar": "%,.1f"}
 METRICS = (views.TOKEN_METRIC, views.TFLOPS_METRIC)
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Accelerators")
 _ui.stop_if_empty(db)
+accs = store.accelerators(db)["id"].to_list()
+s1, s2 = st.columns([3, 2])
+section = s1.segmented_control("View", views.accelerators.SECTIONS, default=state.section, key=PAGE.key("s"),
+                               format_func=views.accelerators.SECTION_LABELS.__getitem__)
+state = replace(state, section=section or state.section)
+if state.section != "catalog":
+    state = replace(state, workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=s2))
+if state.section == "head":
+    h1, h2 = st.columns([4, 2])
+    with h1:
+        state = replace(state, accelerators=_ui.choose_many("Accelerators (two or more)", accs, state.accelerators,
+                                                            key=PAGE.key("acc")))
+    state = replace(state, cross_source=h2.toggle("Pair across sources", state.cross_source, key=PAGE.key("xs")))
+if state.section != "compare":
+    _ui.keep_in_url(state)
+    _ui.describe(state)
+    _ui.mixed_caveat(state)
+    table = _ui.compute(PAGE, state, db)
+    for line in views.hardware.summaries(table) if state.section == "head" else []:
+        st.markdown(f"- {_ui.plain(line)}")
+    if state.section == "head" and table.height == 0:
+        st.info("No like-for-like pair of stored results for these accelerators: add one, pair across sources, "
+                "or choose another workload.")
+    _ui.show_table(table, FORMATS, key=f"accelerators_{state.section}")
+    _ui.download(state, table)
+    st.stop()
 
 c1, c2, c3 = st.columns([3, 2, 2])
 with c1:
@@ -38,7 +67,8 @@ state = replace(state,
                                      index=views.FORMULA_NAMES.index(state.formula), key=PAGE.key("f"),
                                      format_func=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
+_ui.mixed_caveat(state)
 if state.norm == "watt":
     st.caption("Per watt divides by the accelerator's TDP from the catalog, not by measured power draw.")
 if state.norm == "dollar":
@@ -49,7 +79,10 @@ if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
 st.altair_chart(charts.accelerator_bars(table, table["normalized unit"][0]), width="stretch")
-_ui.show_table(table, FORMATS, key="accelerators_table")
+if table["warning"].is_not_null().any():
+    st.warning("Rows with a **warning** are figures the audit calls implausible; see the Audit page.",
+               icon=":material/warning:")
+_ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)
 _ui.show_formula(PAGE, views.input_rows(table, db),
                  note="MFU divides model TFLOPS by the dense peak of the row's precision "

@@ -28,9 +28,10 @@ state = replace(
     sources=sources,
     models=models,
     tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=PAGE.key("tol"))),
+    workload=_ui.choose_workload(state.workload, key=PAGE.key("w"), where=c1),
 )
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 
 table = _ui.compute(PAGE, state, db)
 counts = views.verdict_counts(table)

@@ -29,7 +29,7 @@ left, right = st.columns(2)
 for i, headline in enumerate(views.HEADLINES):
     _ui.page_link(left if i % 2 == 0 else right, headline.title, headline.link, ":material/arrow_forward:")
 
-st.subheader(state.describe())
+_ui.describe(state)
 by = _ui.choose("Group by", views.overview.GROUPINGS, state.by, key=PAGE.key("by"))
 state = replace(state, by=by)
 _ui.keep_in_url(state)

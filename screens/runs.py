@@ -45,7 +45,7 @@ if runs.height == 0:
     st.stop()
 
 if not state.run:
-    st.subheader(state.describe())
+    _ui.describe(state)
     _ui.show_table(runs, FORMATS, key="runs_table")
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
@@ -66,9 +66,13 @@ state = replace(state,
 state = replace(state, first=int(c4.number_input("Window first step (-1 = rule)", -1, value=state.first,
                                                  key=PAGE.key("w0"))))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 
 steps = _ui.compute(PAGE, state, db)
+if steps.height == 0:  # a run whose log held no step lines: nothing to summarise or draw, but it can be deleted
+    st.info(f"Run {state.run} has no steps stored, so it has no steady state and no step charts.")
+    delete_panel(state.run)
+    st.stop()
 summary = views.run_summary(state, steps)
 m = st.columns(4)
 m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",

@@ -10,7 +10,7 @@ from perfledger import charts, store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": "%,.3g", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
+FORMATS = {"value": "%,.2f", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
            "scaling efficiency": "percent"}
 SECTION_LABELS = {"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}
 db = _ui.engine()
@@ -22,11 +22,13 @@ section = st.segmented_control("Section", views.scaling.SECTIONS, default=state.
                                format_func=SECTION_LABELS.__getitem__)
 c1, c2 = st.columns(2)
 state = replace(state, section=section or state.section,
+                workload=_ui.choose_workload(state.workload, key=PAGE.key("w")),
                 models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=PAGE.key("m")),
                 accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators,
                                              key=PAGE.key("a")))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
+_ui.mixed_caveat(state)
 
 table = _ui.compute(PAGE, state, db)
 if table.height == 0:

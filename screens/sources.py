@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import store, views
+from perfledger import store, urlstate, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
@@ -21,18 +21,20 @@ c1, c2 = st.columns([3, 2])
 picked = c1.selectbox("Source", ["", *ids], index=["", *ids].index(state.source) if state.source in ids else 0,
                       key=PAGE.key("src"), format_func=lambda s: s or "every source")
 state = replace(state, source=picked or ("" if state.source in ids else state.source),
-                kinds=tuple(c2.multiselect("Kind", sorted(set(all_sources["kind"].to_list())), default=list(state.kinds),
+                kinds=tuple(c2.multiselect("Kind", sorted({*all_sources["kind"].to_list(), *state.kinds}),
+                                           default=list(state.kinds),
                                            key=PAGE.key("k"))))
 _ui.keep_in_url(state)
 if state.source and state.source not in ids:
-    st.warning(f"There is no source {state.source!r}; showing every source.")
+    st.warning(_ui.plain(f"There is no source {urlstate.quoted(state.source)}; showing every source."))
     state = replace(state, source="")
-st.subheader(state.describe())
+_ui.describe(state)
 
 if state.source:
     src = views.source_row(all_sources, state.source)
-    st.markdown(f"**{src['title']}** — {src['publisher'] or ''}, {src['date'] or 'undated'}  \n{src['url'] or ''}")
-    st.caption(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows")
+    st.markdown(f"**{_ui.plain(src['title'])}** — {_ui.plain(src['publisher'] or '')}, {_ui.plain(src['date'] or 'undated')}")
+    _ui.web_link(st, src["url"])
+    st.caption(_ui.plain(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows"))
 table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, {"value": "%,.4g"}, key="sources_table")
 _ui.download(state, table)

@@ -11,7 +11,7 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"speedup (x)": "%.1fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
+FORMATS = {"speedup (x)": "%.2fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
 db = _ui.engine()
@@ -25,6 +25,7 @@ state = replace(state, preset=preset or state.preset)
 if state.preset == "custom":
     accs, models = store.accelerators(db)["id"].to_list(), store.models(db)["id"].to_list()
     state = replace(state, models=_ui.choose_many("Models", models, state.models, key=PAGE.key("m")),
+                    workload=_ui.choose_workload(state.workload, key=PAGE.key("w")),
                     metric=_ui.choose("Metric", list(views.METRIC_LABELS), state.metric, key=PAGE.key("mt"),
                                       fmt=views.METRIC_LABELS.__getitem__))
     b, c = st.columns(2)
@@ -45,7 +46,8 @@ if state.preset == "custom":
 state = replace(state, formula=_ui.choose("FLOPs formula for recomputed TFLOPS", views.FORMULA_NAMES, state.formula,
                                           key=PAGE.key("f"), fmt=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
+_ui.mixed_caveat(state)
 
 table = _ui.compute(PAGE, state, db)
 if table.height == 0:
@@ -54,7 +56,7 @@ if table.height == 0:
     st.stop()
 caveats = views.caveat_list(table)
 if caveats:
-    st.warning("Not like for like: " + " · ".join(caveats), icon=":material/warning:")
+    st.warning(_ui.plain("Not like for like: " + " · ".join(caveats)), icon=":material/warning:")
 if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")

@@ -26,7 +26,7 @@ c1, c2, c3, c4 = st.columns(4)
 state = replace(
     state,
     model=_ui.choose("Model", store.models(db)["id"].to_list(), state.model, key=PAGE.key("m"), where=c1),
-    tokens=float(c2.number_input("Tokens", 1.0, 1e15, state.tokens, step=1e9, format="%.3e", key=PAGE.key("tok"))),
+    tokens=_ui.count_input("Tokens (e.g. 300B, 1.2T)", state.tokens, key=PAGE.key("tok"), where=c2),
     accelerator=_ui.choose("Accelerator", store.accelerators(db)["id"].to_list(), state.accelerator,
                            key=PAGE.key("a"), where=c3),
     devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key=PAGE.key("n"))),
@@ -42,7 +42,7 @@ state = replace(state, mode=mode,
                 usd_per_hour=float(c8.number_input("$ per device-hour (0 = no cost)", 0.0, 1000.0, state.usd_per_hour,
                                                    step=0.5, key=PAGE.key("usd"))))
 _ui.keep_in_url(state)
-st.subheader(state.describe())
+_ui.describe(state)
 
 table = _ui.compute(PAGE, state, db)
 chosen = views.chosen_row(table)
@@ -51,7 +51,7 @@ m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time
           delta_arrow="off")
 m2.metric("Throughput used", f"{chosen['tokens/s/device']:,.0f} tokens/s/device")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
-st.caption(chosen["basis"])
+st.caption(_ui.plain(chosen["basis"]))
 st.altair_chart(charts.time_vs_devices(table), width="stretch")
 _ui.show_table(table, FORMATS, key="ttt_table")
 _ui.download(state, table)

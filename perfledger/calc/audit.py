@@ -40,7 +40,8 @@ INPUT_COLUMNS = ("id", *MATCH_KEYS, "metric", "value", "unit")  # what audit_cla
 
 AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
-    "n_devices": pl.Int64(), "precision": pl.String(), "seq_len": pl.Int64(), "metric": pl.String(),
+    "n_devices": pl.Int64(), "workload": pl.String(), "precision": pl.String(), "seq_len": pl.Int64(),
+    "metric": pl.String(),
     "reported": pl.Float64(), "recomputed": pl.Float64(), "unit": pl.String(), "rel_diff": pl.Float64(),
     "tolerance": pl.Float64(), "mfu_at_stated_precision": pl.Float64(), "peak_used": pl.String(),
     "verdict": pl.String(), "plausibility": pl.String(), "formula": pl.String(), "tokens_per_s_per_device": pl.Float64(),
@@ -226,7 +227,8 @@ def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
 
 _EXPLAIN_COLUMNS = ("verdict", "model_id", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
                     "_tps_else", "_source_else", "_devices_else", "_n_else", "recomputed", "_peak_note",
-                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak")
+                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload")
+PEFT_WORKLOADS = ("lora_finetune",)
 
 
 def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
@@ -234,9 +236,11 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
     f_other = pl.lit(None, dtype=pl.Float64)
     for name in _other_formulas(rule):
         f_other = pl.when(pl.col("_other") == name).then(pl.col(f"_f_{name}")).otherwise(f_other)
+    if "workload" not in frame.columns:  # a results frame may leave it out: no workload-specific note then
+        frame = frame.with_columns(workload=pl.lit(None, dtype=pl.String))
     narrow = frame.select(pl.col(c) if c != "_f_other" else f_other.alias(c) for c in _EXPLAIN_COLUMNS)
     for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tps_else, source_else, devices_else,
-         n_else, recomputed, peak_note, plausibility, util, precision, fp8) in narrow.iter_rows():
+         n_else, recomputed, peak_note, plausibility, util, precision, fp8, workload) in narrow.iter_rows():
         notes: list[str] = []
         if f is None:
             notes.append(f"no architecture for model {model_id!r} in the catalog: FLOPs unknown")
@@ -247,6 +251,8 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
                 diff = relative_difference(value, m.model_tflops(tps_same, f_other))
                 notes.append(f"reproduced within {abs(diff):.1%} by the '{fl.FORMULA_TITLES[other]}' FLOPs count "
                              "instead")
+            if verdict == "inconsistent" and workload in PEFT_WORKLOADS and recomputed:
+                notes.append(_peft_reason(value / recomputed))
         elif tps_else is not None:
             notes.append(
                 f"the claim states no throughput of its own; it matches {source_else} at {_fmt_int(devices_else)} "
@@ -259,6 +265,13 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
         elif plausibility == "implausible":
             notes.append(_implausible_reason(value, util, precision, fp8, rule))
         yield "; ".join(notes)
+
+
+def _peft_reason(ratio: float) -> str:
+    """Why a LoRA/PEFT claim reads low against a full-training FLOPs count."""
+    return (f"reported / recomputed = {ratio:.2f}: a LoRA/PEFT run computes no weight gradients for its frozen "
+            "weights, so its source counts about 4 FLOPs per parameter per token (forward 2 + activation "
+            "gradients 2) where full training counts 6; 4/6 = 0.67")
 
 
 def _implausible_reason(value: float, util: float, precision: str, fp8_peak: float | None, rule: AuditRule) -> str:

@@ -4,6 +4,7 @@ device count; pure functions over result rows (mappings with model_id, n_devices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,27 +53,56 @@ class ScalingPoint:
     efficiency: float | None
     why: str
     base_devices: int
+    scaling: str = ""  # "strong (global batch 256)", "weak (8 per device)" or "global batch not stated"
 
 
 def scaling_series(rows: Iterable[Mapping[str, Any]], series_of: Callable[[Mapping[str, Any]], str],
                    per_device_metric: str) -> list[ScalingPoint]:
-    """Rows grouped into series (by `series_of`); each series of two or more device counts is measured against
-    its smallest. A per-device metric is multiplied by the device count to give the all-device throughput."""
+    """Rows grouped into series (by `series_of`, then split by global batch unless it stays constant or grows
+    with the device count); each series of two or more device counts is measured against its smallest. A
+    per-device metric is multiplied by the device count to give the all-device throughput."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         groups.setdefault(series_of(r), []).append(r)
     out: list[ScalingPoint] = []
-    for key, members in groups.items():
+    for key, members in _by_batch(groups):
         if len({m["n_devices"] for m in members}) < 2:
             continue
         members.sort(key=lambda m: m["n_devices"])
+        kind = scaling_kind(members)
         base = members[0]
         per_device = base["metric"] == per_device_metric
         base_total, base_n = _total(base, per_device), base["n_devices"]
         for m in members:
             thr, n = _total(m, per_device), m["n_devices"]
             eff, why = _efficiency(thr, n, base_total, base_n)
-            out.append(ScalingPoint(key, m, thr, base_total * n / base_n, eff, why, base_n))
+            out.append(ScalingPoint(key, m, thr, base_total * n / base_n, eff, why, base_n, kind))
+    return out
+
+
+def scaling_kind(members: Sequence[Mapping[str, Any]]) -> str:
+    """Strong scaling when the global batch is the same at every device count, weak when it grows with the
+    devices (the same batch per device); "" when neither (the caller splits such a series)."""
+    batches = [m.get("global_batch") for m in members]
+    if any(b is None for b in batches):
+        return "global batch not stated"
+    if len(set(batches)) == 1:
+        return f"strong (global batch {batches[0]})"
+    per_device = {b / m["n_devices"] for b, m in zip(batches, members, strict=True)}
+    return f"weak ({per_device.pop():g} per device)" if len(per_device) == 1 else ""
+
+
+def _by_batch(groups: dict[str, list[Mapping[str, Any]]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """Each group as one series when it scales weakly or strongly; else one series per global batch."""
+    out: list[tuple[str, list[Mapping[str, Any]]]] = []
+    for key, members in groups.items():
+        if scaling_kind(members):
+            out.append((key, members))
+            continue
+        split: dict[Any, list[Mapping[str, Any]]] = {}
+        for m in members:
+            split.setdefault(m.get("global_batch"), []).append(m)
+        out.extend((f"{key} · GBS {gbs}", part) for gbs, part in split.items())
     return out
 
 
@@ -83,3 +113,48 @@ def _total(row: Mapping[str, Any], per_device: bool) -> float:
 
 def _efficiency(throughput: float, devices: int, base_throughput: float, base_devices: int) -> tuple[float | None, str]:
     return safe(lambda: metrics.scaling_efficiency(throughput, devices, base_throughput, base_devices))
+
+
+PER_DEVICE_METRICS = ("tokens_per_s_per_device", "model_tflops_per_device", "mfu")
+LIKE_FOR_LIKE = ("model_id", "workload", "precision", "metric")
+
+
+def like_for_like_pairs(rows: Iterable[Row], first: str, second: str, *,
+                        same_source: bool = True) -> list[tuple[Row, Row]]:
+    """Every (row of `first`, row of `second`) accelerator on the same model, workload, precision and metric;
+    a total (not per-device) metric also needs the same device count, and `same_source` the same source."""
+    mine: dict[tuple[Any, ...], list[Row]] = {}
+    theirs: list[Row] = []
+    for r in rows:
+        if any(r[c] is None for c in LIKE_FOR_LIKE):
+            continue
+        if r["accelerator_id"] == first:
+            mine.setdefault(_pair_key(r, same_source), []).append(r)
+        elif r["accelerator_id"] == second:
+            theirs.append(r)
+    return [(a, b) for b in theirs for a in mine.get(_pair_key(b, same_source), [])]
+
+
+def _pair_key(r: Mapping[str, Any], same_source: bool) -> tuple[Any, ...]:
+    devices = None if r["metric"] in PER_DEVICE_METRICS else r["n_devices"]
+    return (*(r[c] for c in LIKE_FOR_LIKE), devices, r["source_id"] if same_source else None)
+
+
+@dataclass(frozen=True, slots=True)
+class RatioSummary:
+    """The median of a set of ratios and their spread (min, max), over `n` pairs."""
+
+    n: int
+    median: float
+    low: float
+    high: float
+
+
+def ratio_summary(ratios: Iterable[float | None]) -> RatioSummary | None:
+    """Median and spread of the finite ratios; None when there are none."""
+    values = sorted(v for v in ratios if v is not None and math.isfinite(v))
+    if not values:
+        return None
+    mid = len(values) // 2
+    median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return RatioSummary(len(values), median, values[0], values[-1])

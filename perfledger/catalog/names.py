@@ -1,6 +1,7 @@
 """How a printed name becomes lookup keys: case, spaces and punctuation ignored, asides and noise words dropped.
 
-Names are matched in three tries: the whole name, the name without parenthesized asides ("NVIDIA H100 (Eos)"
+Names are matched in four tries: the name exactly as written (case and runs of spaces aside, so "GenSLM 25B"
+is never "genslm-2.5b"), the whole name, the name without parenthesized asides ("NVIDIA H100 (Eos)"
 -> "NVIDIA H100"), and the name without vendor, system and form-factor words ("NVIDIA DGX-H100", "NVIDIA H100
 80GB HBM3").
 """
@@ -36,13 +37,18 @@ def _without_noise(name: str) -> str:
     return "".join(w for w in words if w not in _NOISE_WORDS)
 
 
-def keys(name: str) -> tuple[str, str, str]:
+def exact_key(name: str) -> str:
+    """The name as written, case and runs of spaces aside, marked so no normalized key can equal it."""
+    return "=" + " ".join(name.casefold().split())
+
+
+def keys(name: str) -> tuple[str, str, str, str]:
     """The lookup keys of a name, most specific first.
 
     >>> keys("NVIDIA H100 80GB HBM3 (Eos)")
-    ('nvidiah10080gbhbm3eos', 'nvidiah10080gbhbm3', 'h10080gb')
+    ('=nvidia h100 80gb hbm3 (eos)', 'nvidiah10080gbhbm3eos', 'nvidiah10080gbhbm3', 'h10080gb')
     """
-    return (normalize_name(name), normalize_name(without_parens(name)), _without_noise(name))
+    return (exact_key(name), normalize_name(name), normalize_name(without_parens(name)), _without_noise(name))
 
 
 def key_table(ids: Iterable[str], aliases: Mapping[str, str]) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Split along its seams: `engine` (engines, connections, the file lock, driver errors), `write` (save_run,
 add_results, delete_run), `bulk` (big appends: DuckDB from Parquet, PostgreSQL by COPY), `read` (queries),
-`copy` (a whole ledger between stores) and `init` (tables, data/). Callers use the names re-exported here.
+`copy` (a whole ledger between stores), `init` (tables, data/) and `catalog_table` (the catalog as a `Catalog`,
+`catalog add` rows, linking printed names). Callers use the names re-exported here.
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from sqlalchemy import Engine
 
 from perfledger import schema
 from perfledger.records import InitReport, RunRow, SaveResult
+from perfledger.store.catalog_table import (
+    CatalogWrite,
+    catalog_record,
+    link_name,
+    save_catalog_rows,
+    unlinked_names,
+)
 from perfledger.store.copy import copy_store
 from perfledger.store.engine import engine_from_url, is_duckdb, mask_url
 from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
@@ -37,9 +45,9 @@ from perfledger.store.read import (
 from perfledger.store.write import add_results, delete_run, result_row_key, save_run
 
 __all__ = [
-    "RUN_LIST_FIELDS", "STEP_COLUMNS", "Engine", "InitReport", "RunRow", "SaveResult", "accelerators", "add_results",
-    "catalog", "catalog_rows", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
-    "engine_from_url", "find_run", "finite_or_none", "has_data", "has_schema", "init_store", "is_duckdb", "mask_url",
-    "models", "query", "rebuild_store", "result_counts", "result_row_key", "results", "run", "runs", "save_run",
-    "schema", "sources", "step_times", "steps",
+    "RUN_LIST_FIELDS", "STEP_COLUMNS", "CatalogWrite", "Engine", "InitReport", "RunRow", "SaveResult", "accelerators",
+    "add_results", "catalog", "catalog_record", "catalog_rows", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
+    "engine_from_url", "find_run", "finite_or_none", "has_data", "has_schema", "init_store", "is_duckdb",
+    "link_name", "mask_url", "models", "query", "rebuild_store", "result_counts", "result_row_key", "results", "run",
+    "runs", "save_catalog_rows", "save_run", "schema", "sources", "step_times", "steps", "unlinked_names",
 ]

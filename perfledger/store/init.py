@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from perfledger import schema
 from perfledger.records import InitReport
+from perfledger.store.catalog_table import add_alias_columns, fill_aliases
 from perfledger.store.engine import connection
 from perfledger.store.write import insert_missing, insert_results
 
@@ -16,6 +17,7 @@ from perfledger.store.write import insert_missing, insert_results
 def create_schema(engine: Engine) -> None:
     with connection(engine, write=True) as conn:
         schema.metadata.create_all(conn)
+        add_alias_columns(conn)
 
 
 def drop_schema(engine: Engine) -> None:
@@ -39,6 +41,8 @@ def init_store(engine: Engine, data_dir: Path) -> InitReport:
         inserted["source"] = insert_missing(conn, schema.source, seed.sources)
         inserted["accelerator"] = insert_missing(conn, schema.accelerator, seed.accelerators)
         inserted["model"] = insert_missing(conn, schema.model, seed.models)
+        fill_aliases(conn, "accelerator", seed.accelerators)
+        fill_aliases(conn, "model", seed.models)
         inserted["result"] = insert_results(conn, seed.results)
     return InitReport(inserted, tuple(seed.unresolved))
 

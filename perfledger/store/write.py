@@ -16,9 +16,12 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from perfledger import schema
+from perfledger.catalog.link import link_record
+from perfledger.catalog.record import Catalog
 from perfledger.errors import StoreError
 from perfledger.records import STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
 from perfledger.store.bulk import insert_parquet
+from perfledger.store.catalog_table import catalog_from
 from perfledger.store.engine import connection
 from perfledger.store.read import find_run
 
@@ -117,8 +120,10 @@ def result_row_key(record: ResultRecord) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _result_row(record: ResultRecord) -> dict[str, Any]:
-    row = asdict(record)
+def _result_row(record: ResultRecord, known: Catalog) -> dict[str, Any]:
+    """The row of `record` linked to the store's catalog (an unknown name kept as printed, id empty); its key is
+    the record's as given, so the same input is the same row whatever the catalog knew then."""
+    row = asdict(link_record(record, known))
     row["row_key"] = result_row_key(record)
     return row
 
@@ -127,7 +132,8 @@ def insert_results(conn: Connection, records: Sequence[ResultRecord]) -> int:
     """Insert the records not stored yet (by row key); how many were new."""
     if not records:
         return 0
-    rows = {r["row_key"]: r for r in map(_result_row, records)}
+    known = catalog_from(conn)
+    rows = {r["row_key"]: r for r in (_result_row(record, known) for record in records)}
     existing = set(conn.execute(sa.select(schema.result.c.row_key)).scalars())
     fresh = [row for key, row in rows.items() if key not in existing]
     if fresh:

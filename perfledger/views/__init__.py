@@ -17,6 +17,7 @@ from perfledger.calc.normalise import NORMALIZATIONS
 from perfledger.views import (
     accelerators,
     audit,
+    hardware,
     links,
     overview,
     registry,
@@ -84,6 +85,7 @@ __all__ = [
     "config_diff",
     "export",
     "formula_of",
+    "hardware",
     "input_rows",
     "is_empty",
     "link",

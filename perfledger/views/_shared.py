@@ -40,3 +40,35 @@ def contains(column: str, value: str) -> pl.Expr:
 def frame_of(records: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Records as a frame of `schema` (an empty frame of that schema when there are none)."""
     return pl.DataFrame(records, schema=schema, strict=False) if records else pl.DataFrame(schema=schema)
+
+
+# Workloads a comparing page filters on ("all" mixes them, and the page says so); the stored values come from
+# perfledger.vocabulary.Workload.
+ALL_WORKLOADS = "all"
+WORKLOADS = ("pretrain", "sft", "lora_finetune", "rlhf", ALL_WORKLOADS)
+WORKLOAD_LABELS = {"pretrain": "pretraining", "sft": "supervised fine-tuning (SFT)",
+                   "lora_finetune": "LoRA / PEFT fine-tuning", "rlhf": "RLHF", ALL_WORKLOADS: "every workload (mixed)"}
+MIXED_WORKLOADS = ("workloads mixed on request: pretraining and fine-tuning figures are not like for like "
+                   "(fine-tuning sees shorter batches and LoRA skips the frozen weights' gradients)")
+
+
+def of_workload(frame: pl.DataFrame, workload: str) -> pl.DataFrame:
+    """The rows of one workload; every row when `workload` is "all"."""
+    return frame if workload == ALL_WORKLOADS else frame.filter(pl.col("workload") == workload)
+
+
+_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_count(text: str) -> float:
+    """A count typed as 300B, 1.2T, 50M, 4k or 3e11; ValueError with a plain reason when it is none of these."""
+    raw = text.strip().replace(",", "").replace("_", "")
+    scale = _SUFFIXES.get(raw[-1:].lower(), 1.0) if raw else 1.0
+    number = raw[:-1] if scale != 1.0 else raw
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise ValueError(f"{text!r} is not a count: type e.g. 300B, 1.2T or 3e11") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{text!r} should be a positive count")
+    return value

@@ -13,7 +13,21 @@ from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import flops, metrics
 from perfledger.calc.normalise import NORMALIZATIONS, Basis, measured_precision, normalised, vs_measured
-from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC, frame_of, rows_by_id
+from perfledger.views import hardware
+from perfledger.views._shared import (
+    ALL_WORKLOADS,
+    FORMULA_NAMES,
+    METRIC_LABELS,
+    MIXED_WORKLOADS,
+    TFLOPS_METRIC,
+    TOKEN_METRIC,
+    WORKLOAD_LABELS,
+    WORKLOADS,
+    frame_of,
+    of_workload,
+    rows_by_id,
+)
+from perfledger.views.audit import WARNING_KEYS, implausible_warnings
 
 NORM_LABELS = {
     "device": "per device",
@@ -21,22 +35,40 @@ NORM_LABELS = {
     "watt": "per watt of TDP",
     "dollar": "per $/device-hour",
 }
+SECTIONS = ("compare", "head", "catalog")
+SECTION_LABELS = {"compare": "One model across hardware", "head": "Head to head", "catalog": "Catalog"}
 
 
 @dataclass(frozen=True)
 class AcceleratorView:
+    section: str = u.key("s", "compare", choices=SECTIONS)
+    workload: str = u.key("w", "pretrain", choices=WORKLOADS)
     models: tuple[str, ...] = u.key("m", ("llama2-70b",))
     metric: str = u.key("mt", TOKEN_METRIC, choices=(TOKEN_METRIC, TFLOPS_METRIC))
     norm: str = u.key("n", "device", choices=NORMALIZATIONS)
     usd_per_hour: float = u.key("usd", 2.0, low=0.01, high=1000.0)
     per_package: bool = u.key("pkg", False)
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
+    accelerators: tuple[str, ...] = u.key("acc", ("a100-80gb", "h200"))
+    cross_source: bool = u.key("xs", False)
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
+        if self.section == "catalog":
+            return "Every accelerator in the catalog: dense peaks, memory, bandwidth, TDP, and what is stored for it"
+        work = WORKLOAD_LABELS[self.workload]
+        if self.section == "head":
+            scope = " vs ".join(self.accelerators) or "no accelerators"
+            return (f"{scope}: every like-for-like pair of stored {work} results"
+                    f"{' (across sources, on request)' if self.cross_source else ' from the same source'}")
         basis = " (MI250 counted per package)" if self.per_package else ""
         norm = "" if self.norm == "device" else f", {NORM_LABELS[self.norm]}"
-        return f"{METRIC_LABELS[self.metric]}{norm} on {', '.join(self.models) or 'every model'}{basis}"
+        models = ', '.join(self.models) or 'every model'
+        return f"{METRIC_LABELS[self.metric]}{norm} on {models}, {work}{basis}"
+
+    def caveat(self) -> str:
+        """What the view mixes on request ("" when it compares like with like)."""
+        return MIXED_WORKLOADS if self.workload == ALL_WORKLOADS else ""
 
     def basis(self) -> Basis:
         return Basis(self.norm, METRIC_LABELS[self.metric], self.metric == TFLOPS_METRIC, self.per_package,
@@ -44,11 +76,11 @@ class AcceleratorView:
 
 
 ACCEL_SCHEMA: dict[str, pl.DataType] = {
-    "accelerator": pl.String(), "accelerator name": pl.String(), "model": pl.String(), "devices": pl.Int64(),
-    "precision": pl.String(), "framework": pl.String(), "metric": pl.String(),
-    "value": pl.Float64(), "unit": pl.String(), "normalized": pl.Float64(), "normalized unit": pl.String(),
-    "peak TFLOPS used": pl.Float64(), "measured matmul TFLOPS": pl.Float64(), "MFU vs measured peak": pl.Float64(),
-    "why": pl.String(), "source": pl.String(), "result id": pl.Int64(),
+    "accelerator": pl.String(), "model": pl.String(), "normalized": pl.Float64(), "normalized unit": pl.String(),
+    "warning": pl.String(), "workload": pl.String(), "precision": pl.String(), "devices": pl.Int64(),
+    "value": pl.Float64(), "unit": pl.String(), "accelerator name": pl.String(), "framework": pl.String(),
+    "metric": pl.String(), "peak TFLOPS used": pl.Float64(), "measured matmul TFLOPS": pl.Float64(),
+    "MFU vs measured peak": pl.Float64(), "why": pl.String(), "source": pl.String(), "result id": pl.Int64(),
 }
 
 
@@ -60,7 +92,22 @@ def _measured_peaks(engine: Engine) -> dict[tuple[str, str], float]:
 
 
 def table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
-    rows = store.results(engine, metric=state.metric, model_ids=list(state.models) or None)
+    """The section's table: one model across hardware, the head-to-head pairs, or the catalog."""
+    if state.section == "catalog":
+        return hardware.catalog_table(store.accelerators(engine), store.results(engine, columns=_STORED_COLUMNS))
+    if state.section == "head":
+        rows = of_workload(store.results(engine, accelerator_ids=list(state.accelerators)), state.workload)
+        return hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators, not state.cross_source)
+    return _compare(state, engine)
+
+
+_STORED_COLUMNS = ("accelerator_id", "model_id", "metric")
+
+
+def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
+    rows = of_workload(store.results(engine, metric=state.metric, model_ids=list(state.models) or None),
+                       state.workload)
+    warnings = implausible_warnings(engine)
     model_rows, acc_rows = store.catalog(engine)
     accs, models = rows_by_id(acc_rows), rows_by_id(model_rows)
     measured = _measured_peaks(engine) if state.norm == "mfu" else {}
@@ -72,6 +119,7 @@ def table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
         out.append({
             "accelerator": r["accelerator_id"], "accelerator name": r["accelerator_name"] or r["accelerator_as_printed"],
             "model": r["model_id"], "devices": r["n_devices"], "precision": r["precision"], "framework": r["framework"],
+            "workload": r["workload"], "warning": warnings.get(tuple(r[k] for k in WARNING_KEYS)),
             "metric": r["metric"], "value": r["value"], "unit": r["unit"], "normalized": n.value,
             "normalized unit": n.unit, "peak TFLOPS used": n.peak, "measured matmul TFLOPS": achievable,
             "MFU vs measured peak": vs_measured(n.value, n.peak, achievable) if state.norm == "mfu" else None,

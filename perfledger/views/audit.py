@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import audit, flops, metrics
-from perfledger.views._shared import FORMULA_NAMES
+from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
 
 VERDICTS = audit.VERDICTS
 
@@ -24,6 +24,7 @@ class AuditView:
     models: tuple[str, ...] = u.key("m", ())
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
     tolerance: float = u.key("tol", audit.DEFAULT_TOLERANCE, low=0.0, high=1.0)
+    workload: str = u.key("w", ALL_WORKLOADS, choices=WORKLOADS)
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
@@ -42,6 +43,8 @@ def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC], columns=audit.INPUT_COLUMNS)
     frame = audit.audit_claims(rows, *store.catalog(engine), state.rule())
+    if state.workload != ALL_WORKLOADS:
+        frame = frame.filter(pl.col("workload") == state.workload)
     if state.models:
         frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
     if state.sources:
@@ -56,3 +59,14 @@ def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (audit.relative_difference, metrics.model_tflops, metrics.mfu)
+
+
+WARNING_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len")
+
+
+def implausible_warnings(engine: Engine) -> dict[tuple[Any, ...], str]:
+    """The audit's warning for each configuration (source, model, accelerator, devices, seq len) whose claim it
+    calls implausible at the default rule: pages showing a figure of that configuration carry the sentence."""
+    frame = table(AuditView(), engine).filter(pl.col("plausibility") == "implausible")
+    return {tuple(r[k] for k in WARNING_KEYS): f"audit: implausible ({r['explanation']})"
+            for r in frame.select(*WARNING_KEYS, "explanation").to_dicts()}

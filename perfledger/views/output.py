@@ -21,11 +21,27 @@ INPUT_COLUMNS = ("id", "source_id", "model_id", "accelerator_id", "n_devices", "
                  "precision", "seq_len", "global_batch", "metric", "value", "unit", "evidence", "locator")
 
 
+def _not_a_formula(column: pl.Expr) -> pl.Expr:
+    """Text cells a spreadsheet would run as a formula, prefixed with a single quote (OWASP CSV injection);
+    a cell that reads as a finite number (-3.5, +1e9) stays as it is."""
+    text = column.cast(pl.String)
+    risky = text.str.starts_with("=") | text.str.starts_with("@") | text.str.starts_with("\t") \
+        | text.str.starts_with("\r") | ((text.str.starts_with("+") | text.str.starts_with("-"))
+                                        & ~text.str.strip_chars().cast(pl.Float64, strict=False).is_finite().fill_null(False))
+    return pl.when(risky).then(pl.lit("'") + text).otherwise(text)
+
+
+def spreadsheet_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every text cell a spreadsheet would run as a formula neutralised; numbers untouched."""
+    text_columns = [name for name, dtype in frame.schema.items() if dtype in (pl.String, pl.Categorical, pl.Enum)]
+    return frame.with_columns(_not_a_formula(pl.col(name)).alias(name) for name in text_columns)
+
+
 def render(frame: pl.DataFrame, fmt: Format = "csv") -> bytes:
-    """A table as CSV (Polars write_csv) or JSON records; exact bytes."""
+    """A table as CSV (Polars write_csv, text cells made spreadsheet-safe) or JSON records; exact bytes."""
     if fmt == "csv":
         buffer = io.BytesIO()  # straight to bytes: write_csv() -> str -> encode() copied the file twice (1.7x)
-        frame.write_csv(buffer)
+        spreadsheet_safe(frame).write_csv(buffer)
         return buffer.getvalue()
     if fmt == "json":
         return (json.dumps(frame.to_dicts(), default=str, allow_nan=False, indent=1) + "\n").encode()

@@ -42,8 +42,16 @@ class RunsView:
 def table(state: RunsView, engine: Engine) -> pl.DataFrame:
     """The run list, or (with run=ID) the run's steps labelled warm-up / steady / stall."""
     if not state.run:
-        return store.runs(engine)
+        return runs_list(store.runs(engine))
     return run_steps(state, engine, state.run)
+
+
+IMPORT_FORMATS = ("claims_csv",)  # a row created by one of these is an import of published figures, not a run
+
+
+def runs_list(frame: pl.DataFrame) -> pl.DataFrame:
+    """The run list without claim imports: those are listed as imports of their source on the Sources page."""
+    return frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS)))
 
 
 def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:

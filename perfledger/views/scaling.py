@@ -13,7 +13,15 @@ from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics
 from perfledger.calc.pairing import scaling_series
-from perfledger.views._shared import TOKEN_METRIC, frame_of
+from perfledger.views._shared import (
+    ALL_WORKLOADS,
+    MIXED_WORKLOADS,
+    TOKEN_METRIC,
+    WORKLOAD_LABELS,
+    WORKLOADS,
+    frame_of,
+    of_workload,
+)
 
 SECTIONS = ("scaling", "sensitivity")
 
@@ -21,6 +29,7 @@ SECTIONS = ("scaling", "sensitivity")
 @dataclass(frozen=True)
 class ScalingView:
     section: str = u.key("s", "scaling", choices=SECTIONS)
+    workload: str = u.key("w", "pretrain", choices=WORKLOADS)
     models: tuple[str, ...] = u.key("m", ())
     accelerators: tuple[str, ...] = u.key("a", ())
     problems: tuple[str, ...] = u.problems_field()
@@ -29,22 +38,28 @@ class ScalingView:
         what = ("Throughput vs devices and scaling efficiency" if self.section == "scaling"
                 else "Sensitivity studies (stored ratios)")
         scope = [*self.models, *self.accelerators]
-        return f"{what}{' for ' + ', '.join(scope) if scope else ''}"
+        return f"{what}, {WORKLOAD_LABELS[self.workload]}{' for ' + ', '.join(scope) if scope else ''}"
+
+    def caveat(self) -> str:
+        """What the view mixes on request ("" when it compares like with like)."""
+        return MIXED_WORKLOADS if self.workload == ALL_WORKLOADS else ""
 
 
 SCALING_SCHEMA: dict[str, pl.DataType] = {
-    "series": pl.String(), "model": pl.String(), "accelerator": pl.String(), "devices": pl.Int64(),
-    "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
+    "series": pl.String(), "devices": pl.Int64(), "scaling efficiency": pl.Float64(),
     "throughput (tokens/s, all devices)": pl.Float64(), "ideal linear (tokens/s)": pl.Float64(),
-    "scaling efficiency": pl.Float64(), "kind": pl.String(), "baseline": pl.String(), "note": pl.String(),
-    "source": pl.String(), "result id": pl.Int64(),
+    "scaling": pl.String(), "model": pl.String(), "workload": pl.String(), "accelerator": pl.String(),
+    "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(), "kind": pl.String(), "baseline": pl.String(),
+    "note": pl.String(), "source": pl.String(), "result id": pl.Int64(),
 }
 SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughput", "scaling_efficiency")
 
-_SERIES_COLUMNS = ("source_id", "model_id", "accelerator_id", "framework_version", "precision", "seq_len",
-                   "global_batch", "metric")
+# A series is one source's one model, workload, precision and strategy on one accelerator (and framework
+# version, sequence length, metric); its global batch decides weak or strong scaling (calc.pairing.scaling_kind).
+_SERIES_COLUMNS = ("source_id", "model_id", "workload", "precision", "strategy", "accelerator_id",
+                   "framework_version", "seq_len", "metric")
 _RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
-_SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
+_SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline", "note")
 
 
 def _series_key(r: Mapping[str, Any]) -> str:
@@ -53,8 +68,8 @@ def _series_key(r: Mapping[str, Any]) -> str:
 
 
 def _record(series: str, r: Mapping[str, Any], thr: float | None, ideal: float | None, eff: float | None,
-            kind: str, baseline: str, note: str) -> dict[str, Any]:
-    return {"series": series, "model": r["model_id"], "accelerator": r["accelerator_id"], "devices": r["n_devices"],
+            kind: str, baseline: str, note: str, scaling: str = "") -> dict[str, Any]:
+    return {"series": series, "scaling": scaling or None, "model": r["model_id"], "workload": r["workload"], "accelerator": r["accelerator_id"], "devices": r["n_devices"],
             "metric": r["metric"], "value": r["value"], "unit": r["unit"], "throughput (tokens/s, all devices)": thr,
             "ideal linear (tokens/s)": ideal, "scaling efficiency": eff, "kind": kind, "baseline": baseline,
             "note": note, "source": r["source_id"], "result id": r["id"]}
@@ -62,9 +77,9 @@ def _record(series: str, r: Mapping[str, Any], thr: float | None, ideal: float |
 
 def _computed(rows: pl.DataFrame) -> list[dict[str, Any]]:
     throughput = rows.filter(pl.col("metric").is_in([TOKEN_METRIC, "tokens_per_s"]), pl.col("n_devices").is_not_null())
-    members = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS).to_dicts()  # to_dicts costs per column
+    members = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch").to_dicts()  # costs per column
     return [_record(p.series, p.row, p.throughput, p.ideal, p.efficiency, "computed from stored throughputs",
-                    f"{p.base_devices} devices in this series", p.why)
+                    f"{p.base_devices} devices in this series", p.why, p.scaling)
             for p in scaling_series(members, _series_key, TOKEN_METRIC)]
 
 
@@ -75,7 +90,7 @@ def _is_scaling(r: Mapping[str, Any]) -> bool:
 
 def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
     rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"])).select(
-        *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "workload", "strategy", "note")
+        *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "note")
     out = []
     for r in rel.to_dicts():
         if (_is_scaling(r) == sensitivity or r["workload"] == "rlhf" or r["strategy"] == "fsdp"
@@ -90,6 +105,7 @@ def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
 def table(state: ScalingView, engine: Engine) -> pl.DataFrame:
     rows = store.results(engine, metric=list(SCALING_METRICS), model_ids=list(state.models) or None,
                          accelerator_ids=list(state.accelerators) or None, columns=_SCALING_INPUTS)
+    rows = of_workload(rows, state.workload)
     sensitivity = state.section == "sensitivity"
     records = ([] if sensitivity else _computed(rows)) + _stored(rows, sensitivity)
     return frame_of(records, SCALING_SCHEMA).sort(["kind", "series", "devices"], nulls_last=True)

@@ -11,12 +11,13 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
+from perfledger.vocabulary import SourceKind
 
 
 @dataclass(frozen=True)
 class SourcesView:
     source: str = u.key("src", "")
-    kinds: tuple[str, ...] = u.key("k", ())
+    kinds: tuple[str, ...] = u.key("k", (), choices=tuple(SourceKind))
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

@@ -14,7 +14,18 @@ from perfledger import urlstate as u
 from perfledger.calc import flops, metrics
 from perfledger.calc.normalise import recomputed_tflops, safe
 from perfledger.calc.pairing import first_by_key, speedup_pairs
-from perfledger.views._shared import FORMULA_NAMES, TFLOPS_METRIC, TOKEN_METRIC, contains, frame_of, rows_by_id
+from perfledger.views._shared import (
+    ALL_WORKLOADS,
+    FORMULA_NAMES,
+    MIXED_WORKLOADS,
+    TFLOPS_METRIC,
+    TOKEN_METRIC,
+    WORKLOADS,
+    contains,
+    frame_of,
+    of_workload,
+    rows_by_id,
+)
 
 SPEEDUP_PRESETS = ("nemo", "fsdp", "rlhf", "custom")
 PRESET_LABELS = {"nemo": "H200 vs A100 (NeMo)", "fsdp": "FSDP vs 3D", "rlhf": "RLHF ± TensorRT-LLM",
@@ -68,13 +79,18 @@ class SpeedupView:
     base_precision: str = u.key("bp", "")
     cand_precision: str = u.key("cp", "")
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
+    workload: str = u.key("w", "pretrain", choices=WORKLOADS)
     problems: tuple[str, ...] = u.problems_field()
+
+    def caveat(self) -> str:
+        """What a custom comparison mixes on request ("" when it compares like with like)."""
+        return MIXED_WORKLOADS if self.preset == "custom" and self.workload == ALL_WORKLOADS else ""
 
     def describe(self) -> str:
         if self.preset != "custom":
             return PRESET_TITLES[self.preset]
         scope = ", ".join(self.models) or "every model"
-        return f"{self.cand_side().label()} vs {self.base_side().label()} on {scope}"
+        return f"{self.cand_side().label()} vs {self.base_side().label()} on {scope} ({self.workload})"
 
     def base_side(self) -> Side:
         return Side(self.base_acc, self.base_fw, self.base_ver, self.base_strategy, self.base_precision)
@@ -105,7 +121,7 @@ PRESETS: dict[str, Preset] = {
         lambda: pl.col("workload") == "rlhf",
     ),
 }
-CAVEAT_COLUMNS = (("seq_len", "seq len"), ("precision", "precision"), ("global_batch", "global batch"),
+CAVEAT_COLUMNS = (("workload", "workload"), ("seq_len", "seq len"), ("precision", "precision"), ("global_batch", "global batch"),
                   ("n_devices", "device count"), ("framework_version", "framework version"))
 
 SPEEDUP_SCHEMA: dict[str, pl.DataType] = {
@@ -206,6 +222,8 @@ def table(state: SpeedupView, engine: Engine) -> pl.DataFrame:
     """Candidate vs baseline for each model: speedup = candidate / baseline, TFLOPS published and recomputed."""
     preset = _resolved(state)
     rows = store.results(engine, model_ids=list(preset.models) if preset.models else None)
+    if state.preset == "custom":
+        rows = of_workload(rows, state.workload)
     models = rows_by_id(store.models(engine))
     frame = frame_of(_computed_pairs(rows, preset, models, state.formula) + _stored_ratios(rows, preset),
                      SPEEDUP_SCHEMA)

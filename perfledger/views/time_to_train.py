@@ -22,7 +22,7 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 @dataclass(frozen=True)
 class TimeToTrainView:
     model: str = u.key("m", "gpt3-175b")
-    tokens: float = u.key("tok", 300e9, low=1.0)
+    tokens: float = u.key("tok", 300e9, low=1.0, high=1e15)  # the Tokens widget's range
     accelerator: str = u.key("a", "a800-80gb")
     devices: int = u.key("n", 1024, low=1, high=1_000_000)
     mode: str = u.key("mode", "peak", choices=MODES)

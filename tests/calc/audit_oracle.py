@@ -15,7 +15,15 @@ import polars as pl
 from perfledger.calc import audit
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
-from perfledger.calc.audit import AUDIT_SCHEMA, MATCH_KEYS, AuditRule, _fmt_int, relative_difference
+from perfledger.calc.audit import (
+    AUDIT_SCHEMA,
+    MATCH_KEYS,
+    PEFT_WORKLOADS,
+    AuditRule,
+    _fmt_int,
+    _peft_reason,
+    relative_difference,
+)
 from perfledger.errors import InvalidInput
 
 DEFAULT_RULE = AuditRule()
@@ -62,7 +70,7 @@ def _config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
 def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
                accels: Mapping[str, Mapping[str, Any]], rule: AuditRule) -> dict[str, Any]:
     row: dict[str, Any] = {k: claim.get(k) for k in ("source_id", "model_id", "accelerator_id", "n_devices",
-                                                       "precision", "seq_len", "metric", "unit")}
+                                                       "workload", "precision", "seq_len", "metric", "unit")}
     row |= {"claim_id": claim.get("id"), "reported": claim["value"], "tolerance": rule.tolerance,
             "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula), "recomputed": None, "rel_diff": None,
             "tokens_per_s_per_device": None, "mfu_at_stated_precision": None, "peak_used": None}
@@ -117,6 +125,9 @@ def _other_convention(claim: Mapping[str, Any], tps: float, flops: _Flops,
         if abs(diff) <= rule.tolerance:
             notes.append(f"reproduced within {abs(diff):.1%} by the '{fl.FORMULA_TITLES[name]}' FLOPs count instead")
             return "other convention"
+    f_rule = flops.per_token(claim, rule.formula)
+    if claim.get("workload") in PEFT_WORKLOADS and f_rule:
+        notes.append(_peft_reason(claim["value"] / m.model_tflops(tps, f_rule)))
     return "inconsistent"
 
 

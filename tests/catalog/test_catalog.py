@@ -1,24 +1,52 @@
-"""Canonical ids: aliases, nvidia-smi names, defaults with notes, unknown names, precision."""
+"""Canonical ids: aliases, nvidia-smi names, defaults with notes, unknown names, precision.
+
+Ids and aliases come from the bundled data/ CSVs (read here with the csv module, apart from the code under test);
+no store is opened.
+"""
 
 from __future__ import annotations
+
+import csv
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from perfledger.catalog import (
-    ACCELERATOR_ALIASES,
-    ACCELERATOR_DEFAULTS,
-    ACCELERATOR_IDS,
-    MODEL_ALIASES,
-    MODEL_IDS,
+    bundled_catalog,
     normalize_precision,
+    parse_aliases,
     resolve_accelerator,
     resolve_accelerator_noted,
     resolve_model,
 )
 from perfledger.errors import UnknownId
 from perfledger.vocabulary import Precision
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+# DESIGN.md's canonical ids: tests and links use them, so they must always resolve to themselves.
+DESIGN_ACCELERATORS = ("a100-40gb", "a100-80gb", "a800-80gb", "h100-sxm", "h800", "h200", "b200", "gb200", "mi250",
+                       "mi250x", "mi300x", "gaudi2", "gaudi3", "cs-2", "sn30", "bow-ipu", "tpu-v4", "tpu-v5e", "tpu-v5p")
+DESIGN_MODELS = ("llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b",
+                 "gpt3-5b", "gpt3-20b", "gpt2-xl", "mixtral-8x7b")
+
+
+def _csv_rows(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _aliases(name: str, *, noted: bool) -> dict[str, str]:
+    return {a.name: row["id"] for row in _csv_rows(name) for a in parse_aliases(row["aliases"])
+            if (a.note is not None) == noted}
+
+
+ACCELERATOR_IDS = tuple(r["id"] for r in _csv_rows("accelerators.csv"))
+MODEL_IDS = tuple(r["id"] for r in _csv_rows("models.csv"))
+ACCELERATOR_ALIASES = _aliases("accelerators.csv", noted=False)
+ACCELERATOR_DEFAULTS = _aliases("accelerators.csv", noted=True)
+MODEL_ALIASES = _aliases("models.csv", noted=False)
 
 EXPECTED_ACCELERATORS = {
     "A100 80GB": "a100-80gb",
@@ -90,7 +118,7 @@ def test_printed_model_names_resolve(name: str, expected: str) -> None:
 
 def test_alias_targets_are_canonical_ids() -> None:
     assert set(ACCELERATOR_ALIASES.values()) <= set(ACCELERATOR_IDS)
-    assert {target for target, _ in ACCELERATOR_DEFAULTS.values()} <= set(ACCELERATOR_IDS)
+    assert set(ACCELERATOR_DEFAULTS.values()) <= set(ACCELERATOR_IDS)
     assert set(MODEL_ALIASES.values()) <= set(MODEL_IDS)
 
 
@@ -133,12 +161,18 @@ def test_model_resolution_is_idempotent(name: str) -> None:
     assert resolve_model(once) == once
 
 
-@pytest.mark.parametrize("canonical", ACCELERATOR_IDS)
+def test_the_bundled_catalog_holds_the_data_files_ids() -> None:
+    catalog = bundled_catalog()
+    assert catalog.accelerator_names.ids == ACCELERATOR_IDS
+    assert catalog.model_names.ids == MODEL_IDS
+
+
+@pytest.mark.parametrize("canonical", sorted({*DESIGN_ACCELERATORS, *ACCELERATOR_IDS}))
 def test_canonical_accelerator_id_resolves_to_itself(canonical: str) -> None:
     assert resolve_accelerator_noted(canonical) == (canonical, None)
 
 
-@pytest.mark.parametrize("canonical", MODEL_IDS)
+@pytest.mark.parametrize("canonical", sorted({*DESIGN_MODELS, *MODEL_IDS}))
 def test_canonical_model_id_resolves_to_itself(canonical: str) -> None:
     assert resolve_model(canonical) == canonical
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfledger.catalog import ACCELERATOR_IDS, MODEL_IDS
+from perfledger.catalog import bundled_catalog
 from perfledger.errors import DataFileError
 from perfledger.records import ResultRecord
 from perfledger.seed import RESULT_COLUMNS, Seed, load_seed
@@ -172,6 +172,7 @@ def test_results_header_matches_the_result_table() -> None:
     assert tuple(header) == RESULT_COLUMNS
 
 
-def test_data_files_hold_exactly_the_canonical_ids(seed: Seed) -> None:
-    assert {a["id"] for a in seed.accelerators} == set(ACCELERATOR_IDS)
-    assert {m["id"] for m in seed.models} == set(MODEL_IDS)
+def test_the_bundled_catalog_is_the_seeds_catalog_rows(seed: Seed) -> None:
+    catalog = bundled_catalog()
+    assert {a["id"] for a in seed.accelerators} == set(catalog.accelerators)
+    assert {m["id"] for m in seed.models} == set(catalog.models)

@@ -50,3 +50,21 @@ def test_page_download_equals_export(slug: str, seeded_engine: Engine, downloads
     expected = views.export(slug, query, seeded_engine, "csv")
     assert downloads[f"perfledger-{slug}.csv"] == expected
     assert expected.count(b"\n") >= 1  # a header row, even with no data rows
+
+
+def test_page_download_neutralises_a_formula_stored_in_a_result_row(
+        seeded_engine: Engine, downloads: dict[str, bytes], open_page: Callable[..., AppTest]) -> None:
+    import csv
+    import io
+
+    import sqlalchemy as sa
+
+    formula = "@SUM(1+1)*cmd|' /C calc'!A0"
+    with seeded_engine.begin() as conn:
+        conn.execute(sa.text("UPDATE result SET locator = :loc WHERE source_id = 'nv_blog_nemo_h200_2023'"),
+                     {"loc": formula})
+    at = open_page("sources", QUERIES["sources"])
+    assert not at.exception, at.exception
+    rows = list(csv.DictReader(io.StringIO(downloads["perfledger-sources.csv"].decode())))
+    assert rows and {r["locator"] for r in rows} == {"'" + formula}
+    assert all(float(r["value"]) > 0 for r in rows)  # numbers stay numbers

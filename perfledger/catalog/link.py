@@ -1,0 +1,45 @@
+"""Linking a result to the catalog without losing what was printed.
+
+A result names its model and accelerator twice: `*_id` (a catalog id, or None) and `*_as_printed` (the text as
+the source printed it). A name the catalog does not know is kept as printed with the id None: the row is
+*unlinked*, never dropped, and links as soon as the catalog learns the name (`catalog link`, an alias row).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfledger.catalog.record import Catalog
+from perfledger.catalog.resolve import resolve_or_none
+from perfledger.records import ResultRecord
+
+KINDS: tuple[str, ...] = ("model", "accelerator")
+# Printed names that say nothing is named: such a row is not unlinked, it has nothing to link.
+ABSENT_NAMES = frozenset({"", "not stated", "unstated", "n/a", "none", "unknown"})
+
+
+def is_absent(name: str | None) -> bool:
+    """True for None and for texts such as "not stated" that name nothing."""
+    return name is None or name.strip().lower() in ABSENT_NAMES
+
+
+def linked_ids(kind: str, given_id: str | None, printed: str | None, catalog: Catalog) -> tuple[str | None, str | None]:
+    """(catalog id or None, printed name) for one kind of one row.
+
+    A given id the catalog holds is kept; otherwise the given text, then the printed name, is resolved. A text
+    that does not resolve becomes the printed name (when none was printed), so it is never lost.
+    """
+    if given_id is not None and given_id in catalog.rows(kind):
+        return given_id, printed
+    for name in (given_id, printed):
+        if not is_absent(name) and (found := resolve_or_none(kind, name, catalog)) is not None:
+            return found, printed if printed is not None else given_id
+    return None, printed if printed is not None else given_id
+
+
+def link_record(record: ResultRecord, catalog: Catalog) -> ResultRecord:
+    """The record with its model and accelerator ids resolved against `catalog`, printed names kept."""
+    model_id, model_printed = linked_ids("model", record.model_id, record.model_as_printed, catalog)
+    acc_id, acc_printed = linked_ids("accelerator", record.accelerator_id, record.accelerator_as_printed, catalog)
+    return replace(record, model_id=model_id, model_as_printed=model_printed,
+                   accelerator_id=acc_id, accelerator_as_printed=acc_printed)
