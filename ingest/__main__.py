@@ -91,6 +91,8 @@ def _print_text(o: IngestOutcome) -> None:
             print(f"  {r.metric}: {r.value:,.6g} {r.unit} ({r.evidence})")
     for w in o.summary.warnings:
         print(f"  warning: {w}")
+    if o.imported is not None:
+        print(f"  claims: {o.imported}")
     if o.skipped_lines:
         print(f"  {o.skipped_lines} lines skipped; first: {o.problems[0] if o.problems else '-'}")
 
@@ -130,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(outcome.as_json(), default=str))
         else:
             _print_text(outcome)
+        if outcome.rows_refused:  # a claims file: every refused row on stderr, and exit 1
+            failed += 1
+            for problem in outcome.problems:
+                print(problem, file=sys.stderr)
+            counts = "; ".join(f"{n} {why}" for why, n in sorted((outcome.refused or {}).items()))
+            print(f"{outcome.file_name}: rows refused: {counts}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -1,13 +1,23 @@
 """Which parser reads a file: decided by content (the first 64 KiB of clean text), never by file name alone.
 
-Parsers are tried in ingest.parsers.ORDER; the first whose sniff() says yes wins. Some logs open with 64 KiB of
-shell trace or environment dump before their framework says a word (a bigscience Megatron job's `module load`
-trace); `detect_file` looks again at a wider head (1 MiB) before giving up.
+Weight of evidence, not first match: the parsers whose sniff() accepts the head are the candidates; each counts the
+head's lines it claims (LogParser.claims), and the one with most lines wins, ties going to the order of
+ingest.parsers.ORDER (MLPerf before NeMo, DeepSpeed before Megatron: layered formats print both kinds of line).
+A candidate whose evidence is the head as a whole (claims no single line: JSON documents, DeepSpeed's pair of
+markers) keeps the file when it comes before the most-claimed one, or when that one claims fewer than
+MIN_EVIDENCE lines. A line that would have won under first match but was outweighed (one
+stray `:::MLLOG` line atop a Megatron log) is a stray line: the parser counts it as skipped and the run says so.
+
+Some logs open with 64 KiB of shell trace or environment dump before their framework says a word (a bigscience
+Megatron job's `module load` trace); `detect_head` looks again at a wider head (1 MiB) when the 64 KiB head
+names no format, or names one by fewer than MIN_EVIDENCE lines.
 """
 
 from __future__ import annotations
 
 import gzip
+import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -22,25 +32,86 @@ from perfledger.records import ParseSummary
 from perfledger.vocabulary import LogFormat
 
 WIDE_HEAD_BYTES = 1024 * 1024
+MIN_EVIDENCE = 3  # a winner with fewer claimed lines in the 64 KiB head is checked against the wide head
+
+
+@dataclass(frozen=True, slots=True)
+class StrayLine:
+    """A head line of another format, outweighed by the file's own: skipped by the parser, noted in the run."""
+
+    lineno: int
+    format: LogFormat
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    parser: type[LogParser]
+    evidence: int  # head lines the parser claims (0: its evidence is the head as a whole; a sole candidate's
+    # count stops at MIN_EVIDENCE)
+    stray: tuple[StrayLine, ...] = ()
+
+
+def weigh(head: str, *, file_name: str) -> Detection:
+    """The parser for a file whose first bytes (as clean text) are `head`, by weight of evidence; UnknownFormat
+    if no parser accepts it."""
+    candidates = [parser for parser in registry() if parser.sniff(head, file_name)]
+    if not candidates:
+        known = ", ".join(fmt.value for fmt in LogFormat)
+        raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
+    lines = head.split("\n")
+    if len(candidates) == 1:  # nothing to weigh: count its evidence only as far as MIN_EVIDENCE
+        claims = (i for i, line in enumerate(lines) if candidates[0].claims(line))
+        return Detection(candidates[0], sum(1 for _ in itertools.islice(claims, MIN_EVIDENCE)))
+    claimed = [[i for i, line in enumerate(lines) if parser.claims(line)] for parser in candidates]
+    if not claimed[0]:
+        return Detection(candidates[0], 0)
+    best = max(range(len(candidates)), key=lambda k: (len(claimed[k]), -k))
+    # Whole-head evidence keeps the file when it comes first or when the most claimed is a line or two.
+    whole = [k for k in range(len(candidates)) if not claimed[k]]
+    if whole and (whole[0] < best or len(claimed[best]) < MIN_EVIDENCE):
+        best = whole[0]
+    own = set(claimed[best])
+    stray = sorted({StrayLine(i + 1, candidates[k].format) for k in range(best) for i in claimed[k] if i not in own},
+                   key=lambda s: s.lineno)
+    return Detection(candidates[best], len(claimed[best]), tuple(stray))
 
 
 def detect_format(head: str, *, file_name: str) -> type[LogParser]:
     """The parser class for a file whose first bytes (as clean text) are `head`; UnknownFormat if none."""
-    for parser in registry():
-        if parser.sniff(head, file_name):
-            return parser
-    known = ", ".join(fmt.value for fmt in LogFormat)
-    raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
+    return weigh(head, file_name=file_name).parser
 
 
-def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:
-    """detect_format on the first 64 KiB of `raw`, then on all of it (up to 1 MiB) if that said nothing."""
+def weigh_head(raw: bytes, *, file_name: str) -> Detection:
+    """weigh() on the first 64 KiB of `raw`; on all of it (up to 1 MiB) when that names no format, or names one
+    by fewer than MIN_EVIDENCE lines (a stray line at the top of a log whose own lines start later)."""
     try:
-        return detect_format(head_text(raw[:HEAD_BYTES]), file_name=file_name)
+        found = weigh(head_text(raw[:HEAD_BYTES]), file_name=file_name)
     except UnknownFormat:
         if len(raw) <= HEAD_BYTES:
             raise
-        return detect_format(clean_text(decode(raw[:WIDE_HEAD_BYTES])), file_name=file_name)
+        return weigh(clean_text(decode(raw[:WIDE_HEAD_BYTES])), file_name=file_name)
+    if found.evidence == 0 or found.evidence >= MIN_EVIDENCE or len(raw) <= HEAD_BYTES:
+        return found
+    wide = weigh(clean_text(decode(raw[:WIDE_HEAD_BYTES])), file_name=file_name)
+    return wide if wide.evidence > found.evidence else found
+
+
+def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:
+    """The parser class for a file whose first bytes are `raw` (see weigh_head)."""
+    return weigh_head(raw, file_name=file_name).parser
+
+
+def skip_stray_lines(parser: LogParser, raw: bytes) -> None:
+    """Count the head's stray lines (see StrayLine) as skipped lines of `parser` and add a note to its run."""
+    found = weigh_head(raw, file_name=parser.file_name)
+    stray = found.stray if isinstance(parser, found.parser) else ()
+    for line in stray:
+        parser.problem(line.lineno, f"a line of the {line.format.value} format in a {parser.format.value} log; "
+                                    "skipped")
+    if stray:
+        formats = ", ".join(sorted({s.format.value for s in stray}))
+        lines = ", ".join(str(s.lineno) for s in stray[:5]) + (" ..." if len(stray) > 5 else "")
+        parser.notes.append(f"{len(stray)} stray line(s) of another format ({formats}) skipped: line {lines}")
 
 
 def detect_file(path: Path) -> type[LogParser]:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
-from ingest.detect import WIDE_HEAD_BYTES, detect_head
+from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.parsers.base import LogParser
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
@@ -48,13 +48,21 @@ class IngestOutcome:
     summary: RunSummary
     skipped_lines: int
     problems: tuple[str, ...] = ()
+    imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
+    refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+
+    @property
+    def rows_refused(self) -> bool:
+        """A claims file some of whose rows were refused: the import then exits 1."""
+        return bool(self.refused)
 
     def as_json(self) -> dict[str, Any]:
         return {"file": self.file_name, "format": self.format.value, "run_id": self.run_id,
                 "created": self.created, "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
-                "results": self.summary.results_json()}
+                "results": self.summary.results_json()} | (
+                    {"imported": self.imported, "refused": self.refused or {}} if self.imported is not None else {})
 
 
 # ------------------------------------------------------------------------------------------- prepare
@@ -107,7 +115,9 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
         raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
     if not head_bytes.strip():
         raise ParseError(file_name, None, "the file is empty")
-    return stream, detect_head(head_bytes, file_name=file_name)(file_name)
+    parser = detect_head(head_bytes, file_name=file_name)(file_name)
+    skip_stray_lines(parser, head_bytes)
+    return stream, parser
 
 
 def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
@@ -118,6 +128,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         for frame in coalesced(_reporting(frames, progress), STEP_BATCH_ROWS):
             spool.add(frame)
         parsed = parser.finish()
+        if parser.notes:
+            parsed = replace(parsed, warnings=(*parsed.warnings, *parser.notes))
         tail = getattr(parser, "final_steps", None)  # whole-file JSON parsers may finish only here
         if tail is not None:
             spool.add(tail())
@@ -172,7 +184,7 @@ def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides
     prepared, summary = _prepare(raw, file_name, overrides, engine, limit, on_progress)
     with prepared:
         saved = store.save_run(engine, prepared, ingested_at=now)
-    return _outcome(prepared, summary, file_name, saved.run_id, saved.created)
+    return _outcome(prepared, summary, file_name, saved.run_id, saved.created, saved)
 
 
 def ingest_path(engine: store.Engine, path: Path, overrides: RunConfig = NO_OVERRIDES, *, limit: int | None = None,
@@ -194,10 +206,15 @@ commit = ingest_bytes  # stores the bytes in one call (the page stores a prepare
 
 
 def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id: int | None,
-             created: bool) -> IngestOutcome:
+             created: bool, saved: store.SaveResult | None = None) -> IngestOutcome:
+    meta = prepared.config.get("format_meta") or {}
+    refused = dict(meta.get("refused") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
+    if refused is not None and saved is not None and saved.refused:
+        refused["curated source"] = refused.get("curated source", 0) + len(saved.refused)
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
-                         problems=prepared.problems)
+                         problems=prepared.problems + (saved.refused if saved else ()),
+                         imported=saved.imported if saved else None, refused=refused)
 
 
 __all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview"]

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from perfledger.records import STEP_SCHEMA, StepFiles
+from perfledger.store.leftovers import spool_folder
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 STEADY_COLUMNS = ("step", "step_time_s", "tokens")
@@ -42,7 +43,7 @@ class StepSpool:
         if not frame.height:
             return
         if self._folder is None:
-            self._folder = tempfile.TemporaryDirectory(prefix="perfledger-steps-")
+            self._folder = spool_folder("steps")
         path = Path(self._folder.name) / f"{len(self._files):08d}.parquet"
         frame.select(STEP_COLUMNS).write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)

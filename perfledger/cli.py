@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
     copy.add_argument("--from", dest="src", required=True, help="source store URL")
     copy.add_argument("--to", dest="dst", required=True, help="destination store URL (must be empty)")
+    delete = with_db(sub.add_parser("delete", help="remove an ingested run or an imported source's claims"))
+    which = delete.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run", type=int, help="run id (its steps and results go with it)")
+    which.add_argument("--source", help="id of an imported source (curated sources are refused)")
+    delete.add_argument("--token", default=os.environ.get("PERFLEDGER_TOKEN", ""),
+                        help="the upload token, when one is set (default: PERFLEDGER_TOKEN)")
     cli_catalog.register(sub)
     return parser
 
@@ -144,6 +150,25 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_delete(args: argparse.Namespace) -> int:
+    """Read-only and token rules as in the dashboard: refused when read-only, or when the token does not match."""
+    settings = load_settings()
+    if settings.read_only:
+        raise InvalidInput("the store is read-only (PERFLEDGER_READ_ONLY=1): nothing can be deleted")
+    if not settings.may_write_with(args.token):
+        raise InvalidInput("writing is protected: give the upload token with --token or PERFLEDGER_TOKEN")
+    engine = store.engine_from_url(args.db)
+    if args.run is not None:
+        if not store.delete_run(engine, args.run):
+            raise InvalidInput(f"no run {args.run} in the store")
+        print(f"deleted run {args.run} with its steps and results")
+        return 0
+    from perfledger.store.claims import delete_source
+
+    print(f"deleted source {args.source!r} and its {delete_source(engine, args.source)} results")
+    return 0
+
+
 def cmd_copy(args: argparse.Namespace) -> int:
     report = store.copy_store(store.engine_from_url(args.src), store.engine_from_url(args.dst))
     print("copied " + ", ".join(f"{n} {t}" for t, n in report.items()) + "; row counts verified")
@@ -160,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export": cmd_export,
         "audit": cmd_audit,
         "copy": cmd_copy,
+        "delete": cmd_delete,
         "catalog": cli_catalog.run,
     }
     try:

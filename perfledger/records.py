@@ -152,6 +152,8 @@ class ParseSummary:
 class SaveResult:
     run_id: int
     created: bool
+    imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
+    refused: tuple[str, ...] = ()  # a claims file: "FILE:LINE: reason" for each row the store refused
 
 
 @dataclass(frozen=True, slots=True)

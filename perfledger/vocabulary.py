@@ -5,6 +5,7 @@ Every other module imports these names; a string outside them is a bug or a user
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -77,6 +78,7 @@ class LogFormat(StrEnum):
     LLMC = "llmc"
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
+    MAXTEXT = "maxtext"
 
 
 class Precision(StrEnum):
@@ -126,3 +128,176 @@ class Workload(StrEnum):
     MICROBENCH = "microbench"
     INFERENCE = "inference"
     OTHER = "other"
+
+
+# ------------------------------------------------------------------------------ reading names as printed
+# Every reader of a printed precision, unit, metric or evidence word (calc, the claims import, the log parsers,
+# the dashboard) goes through the functions below, so what one accepts, all accept.
+
+
+def _key(text: str) -> str:
+    """Lower case, letters, digits, "%" and "/" only: "TFLOP/s per GPU" -> "tflop/spergpu"."""
+    return "".join(ch for ch in text.lower() if ch.isalnum() or ch in "%/")
+
+
+def _without_asides(text: str) -> str:
+    out, depth = [], 0
+    for ch in text:
+        depth += ch == "("
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == ")" and depth > 0
+    return "".join(out)
+
+
+_PRECISION_WORDS: dict[Precision, tuple[str, ...]] = {
+    Precision.FP32: ("fp32", "float32", "ampfp32", "32true", "full"),
+    Precision.TF32: ("tf32", "tensorfloat32"),
+    Precision.FP16: ("fp16", "float16", "half", "halfprecision", "halfprecisionmixed", "amp", "ampfp16",
+                     "16mixed", "mixedfp16"),
+    Precision.BF16: ("bf16", "bfloat16", "nonebfloat16", "ampbf16", "bf16mixed", "bf16true", "mixedbf16",
+                     "bfloat16mixed"),
+    Precision.FP8: ("fp8", "fp8cs", "fp8mx", "mxfp8", "fp8ds", "fp8pertensorcurrentscaling", "float8",
+                    "float8tensorwise", "float8rowwise", "float8linearsfsdpfloat8allgatherbf16", "ampfp8",
+                    "fp8hybrid", "fp8e4m3", "te_fp8", "tefp8", "fp8delayedscaling", "bf16fp8", "bf16+fp8"),
+    Precision.FP4: ("nvfp4", "fp4", "mxfp4"),
+    Precision.UNSTATED: ("", "unstated", "notstated", "none", "unknown", "na", "n/a", "-"),
+}
+PRECISION_ALIASES: dict[str, Precision] = {_key(w): p for p, words in _PRECISION_WORDS.items() for w in words}
+
+# Mixed recipes keep their meaning: the precision of the matmuls (what MFU is against) and the sentence that says so.
+_MIXED: tuple[tuple[tuple[str, ...], Precision, str], ...] = (
+    (("bf16", "float8"), Precision.FP8, ("BF16 compute with Float8 linears: the matmuls run in FP8, so MFU is "
+                                        "against the FP8 dense peak (a BF16-peak MFU is a convention, not the figure)")),
+    (("bf16", "fp8"), Precision.FP8, "BF16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
+    (("fp16", "fp8"), Precision.FP8, "FP16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PrecisionReading:
+    """A precision as printed, read: the stored Precision, the one whose dense peak MFU uses, and for a mixed
+    recipe the sentence that keeps its meaning."""
+
+    precision: Precision
+    mfu_peak: Precision
+    meaning: str | None = None
+
+
+def read_precision(text: str | None) -> PrecisionReading | None:
+    """The reading of a printed precision, or None when it is not a precision this vocabulary knows.
+
+    >>> read_precision("amp_bf16").precision, read_precision("BF16 + Float8 linears").mfu_peak
+    (<Precision.BF16: 'bf16'>, <Precision.FP8: 'fp8'>)
+    """
+    raw = (text or "").strip()
+    if _key(_without_asides(raw)).startswith("notstated"):
+        return PrecisionReading(Precision.UNSTATED, Precision.UNSTATED)
+    for candidate in (_key(raw), _key(_without_asides(raw))):
+        if candidate in PRECISION_ALIASES:
+            found = PRECISION_ALIASES[candidate]
+            return PrecisionReading(found, found)
+    words = _key(raw.replace("+", " ").replace("/", " "))
+    for parts, precision, meaning in _MIXED:
+        if all(p in words for p in parts):
+            return PrecisionReading(precision, precision, meaning)
+    return None
+
+
+def normalize_precision(text: str | None) -> str:
+    """A Precision value for a precision as printed: "BF16" -> "bf16", "FP8-CS" -> "fp8", "" -> "unstated".
+
+    Anything starting with "not stated" is unstated; an unrecognized text is also unstated (the caller keeps
+    the printed text in a note).
+
+    >>> normalize_precision("FP8-CS"), normalize_precision("not stated (bf16 likely)"), normalize_precision("amp_fp8")
+    ('fp8', 'unstated', 'fp8')
+    """
+    reading = read_precision(text)
+    return (reading.precision if reading else Precision.UNSTATED).value
+
+
+_FRACTIONS = (Metric.MFU, Metric.HFU, Metric.SCALING_EFFICIENCY)
+_PER_DEVICE = ("gpu", "device", "chip", "accelerator", "gcd", "ipu", "rdu", "tpu", "hpu")
+_TFLOPS = ("tflops", "tflop/s", "tflopsec", "tflop")
+
+
+def _per_device_spellings(stems: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{s}{sep}{d}" for s in stems for sep in ("/", "per", "/per") for d in _PER_DEVICE)
+
+
+_UNIT_WORDS: dict[Metric, dict[float, tuple[str, ...]]] = {
+    **{m: {0.01: ("%", "percent", "pct"), 1.0: ("fraction", "ratio", "")} for m in _FRACTIONS},
+    Metric.MODEL_TFLOPS_PER_DEVICE: {1.0: ("TFLOP/s/device", "", *_TFLOPS, *_per_device_spellings(_TFLOPS)),
+                                     1000.0: ("PFLOP/s/device", *_per_device_spellings(("pflops", "pflop/s")))},
+    Metric.TOKENS_PER_S_PER_DEVICE: {1.0: ("tokens/s/device", "", *_per_device_spellings(
+        ("tokens/s", "tok/s", "tokens/sec", "tps", "tokenspersecond", "tokens/second")))},
+    Metric.TOKENS_PER_S: {1.0: ("tokens/s", "", "tok/s", "tokens/sec", "tps"), 1000.0: ("ktokens/s", "k tokens/s")},
+    Metric.SAMPLES_PER_S: {1.0: ("samples/s", "", "samples/sec", "seq/s", "sequences/s", "img/s")},
+    Metric.STEP_TIME_S: {1.0: ("s", "", "sec", "seconds"), 0.001: ("ms", "milliseconds")},
+    Metric.TIME_TO_TRAIN_S: {1.0: ("s", "", "sec", "seconds"), 60.0: ("min", "minutes"), 3600.0: ("h", "hours", "hr"),
+                             86400.0: ("days", "day", "d")},
+    Metric.RELATIVE_THROUGHPUT: {1.0: ("x", "", "×", "times", "speedup")},
+    Metric.AGGREGATE_PFLOPS: {1.0: ("PFLOP/s", "", "pflops"), 0.001: ("TFLOP/s", "tflops")},
+}
+_UNITS: dict[tuple[Metric, str], float] = {
+    (m, _key(w)): f for m, table in _UNIT_WORDS.items() for f, words in table.items() for w in words
+}
+
+
+def unit_factor(metric: Metric, unit: str) -> float | None:
+    """What a value printed in `unit` is multiplied by to be in `metric.unit`, or None for a unit the metric
+    cannot be in. An aside in parentheses ("% (BF16 MFU)") does not change the factor.
+
+    >>> unit_factor(Metric.MFU, "% (BF16 MFU)"), unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/GPU")
+    (0.01, 1.0)
+    """
+    for candidate in (_key(unit), _key(_without_asides(unit))):
+        if (metric, candidate) in _UNITS:
+            return _UNITS[(metric, candidate)]
+    return 1.0 if _key(unit) == _key(metric.unit) else None
+
+
+def unit_peak(unit: str) -> Precision | None:
+    """The precision whose peak a printed MFU unit names ("% (BF16 MFU)" -> bf16), else None."""
+    words = _key(unit.replace("(", " ").replace(")", " "))
+    found = [p for p in (Precision.BF16, Precision.FP16, Precision.FP8, Precision.TF32) if p.value in words]
+    return found[0] if len(found) == 1 else None
+
+
+_METRIC_WORDS: dict[Metric, tuple[str, ...]] = {
+    Metric.TOKENS_PER_S_PER_DEVICE: ("tokens/s/gpu", "tokens_per_sec_per_gpu", "tps_per_gpu", "throughput_per_gpu",
+                                     "tokens/s/device", "tokens per second per gpu", "tok/s/gpu"),
+    Metric.TOKENS_PER_S: ("tokens/s", "tokens_per_sec", "throughput"),
+    Metric.MODEL_TFLOPS_PER_DEVICE: ("tflops", "tflops_per_gpu", "tflop/s/gpu", "model_tflops", "tflops/gpu"),
+    Metric.MFU: ("model flops utilization", "model_flops_utilization"),
+    Metric.HFU: ("hardware flops utilization", "hardware_flops_utilization"),
+    Metric.STEP_TIME_S: ("step_time", "iteration_time", "step time"),
+    Metric.TIME_TO_TRAIN_S: ("time_to_train", "time to train"),
+}
+METRIC_ALIASES: dict[str, Metric] = {
+    **{_key(m.value): m for m in Metric}, **{_key(w): m for m, ws in _METRIC_WORDS.items() for w in ws}
+}
+
+
+def read_metric(text: str) -> Metric | None:
+    """The Metric a printed metric name means ("MFU", "tokens/s/GPU", "tokens_per_s_per_device"), or None."""
+    return METRIC_ALIASES.get(_key(text))
+
+
+_EVIDENCE_WORDS: dict[Evidence, tuple[str, ...]] = {
+    Evidence.REPORTED: ("reported", "published", "claimed", "stated", "vendor", "quoted", "primary", "secondary"),
+    Evidence.DERIVED: ("derived", "computed", "calculated", "recomputed", "implied"),
+    Evidence.MEASURED: ("measured", "observed", "benchmarked", "logged", "own"),
+    Evidence.EXTRAPOLATED: ("extrapolated", "estimated", "projected", "estimate", "projection", "simulated"),
+}
+EVIDENCE_ALIASES: dict[str, Evidence] = {_key(w): e for e, ws in _EVIDENCE_WORDS.items() for w in ws}
+
+
+def read_evidence(text: str) -> Evidence | None:
+    """The Evidence level a printed word means ("published" -> reported), or None when it names none."""
+    key = _key(_without_asides(text))
+    if key in EVIDENCE_ALIASES:
+        return EVIDENCE_ALIASES[key]
+    first = _key(text.split()[0]) if text.split() else ""
+    return EVIDENCE_ALIASES.get(first)

@@ -15,6 +15,7 @@ from ingest.parsers import (
     hf_trainer_log,
     hf_trainer_state,
     llmc,
+    maxtext,
     megatron,
     megatron_golden,
     microbench,
@@ -42,6 +43,7 @@ PARSERS: tuple[type[LogParser], ...] = (
     hf_trainer_log.PARSER,
     nanogpt.PARSER,
     llmc.PARSER,
+    maxtext.PARSER,
 )
 
 

@@ -187,5 +187,15 @@ def step_frame_from_columns(columns: Mapping[str, pl.Series | None], height: int
     for name, dtype in STEP_SCHEMA.items():
         col = columns.get(name)
         data[name] = (null_column(name, height, dtype) if col is None
-                      else col.alias(name).cast(dtype, strict=False))
+                      else finite_or_null(col.alias(name).cast(dtype, strict=False), keep_nan=name == "loss"))
     return pl.DataFrame(data)
+
+
+def finite_or_null(column: pl.Series, *, keep_nan: bool = False) -> pl.Series:
+    """A float column with ±inf ("inf", "1e309" cast from text) and NaN made null; with keep_nan, NaN stays (a
+    diverged run's loss: the summary counts and warns about it). Other columns unchanged."""
+    if not column.dtype.is_float() or column.is_finite().all():
+        return column
+    value = pl.lit(column)
+    kept = value.is_finite() | value.is_nan() if keep_nan else value.is_finite()
+    return pl.select(pl.when(kept).then(value)).to_series().alias(column.name)

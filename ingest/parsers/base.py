@@ -26,12 +26,17 @@ MAX_PARSED_LINE_CHARS = 64 * 1024
 
 class LogParser(ABC):
     format: ClassVar[LogFormat]
-    chunk_bytes: ClassVar[int | None] = None  # None: ingest.text.CHUNK_BYTES
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name
         self.problems: list[LineProblem] = []
         self.skipped_lines = 0
+        self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
+
+    @property
+    def chunk_bytes(self) -> int | None:
+        """How many bytes of text a chunk holds for this parser; None: ingest.text.CHUNK_BYTES."""
+        return None
 
     @classmethod
     @abstractmethod

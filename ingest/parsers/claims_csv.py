@@ -6,30 +6,39 @@ Header (names are case-insensitive; order free; `#` lines are comments):
     optional   n_devices, framework, framework_version, precision, seq_len, global_batch, micro_batch,
                strategy, workload, source_url, source_date, source_kind, evidence, locator, note, baseline
 
-`metric` is a perfledger.vocabulary.Metric value (tokens_per_s_per_device, mfu, time_to_train_s ...). The value
-is stored in the metric's unit; a known alternative unit is converted (ALTERNATIVE_UNITS: "%" -> fraction for
-mfu, "ms" -> s, "h" -> s ...). An unknown metric or unit, or a value that is not a number, is a LineProblem
-with the file's line number; the other rows are kept. evidence defaults to "reported". The source columns go
-to ParseSummary.meta["sources"] (id -> title, url, date, kind) for the pipeline to store; the id is
-source_id, else a slug of the title.
+Names are read with perfledger.vocabulary, as `calc` and the log parsers read them: a metric as printed ("MFU",
+"tokens/s/GPU"), a unit as printed ("TFLOP/s per GPU", "% (BF16 MFU)": converted to the metric's unit), a
+precision as printed ("amp_bf16", "BF16 + Float8 linears": a mixed recipe keeps its meaning in the note), an
+evidence word ("published" -> reported). Every row the vocabulary cannot read is refused on its own, as
+`FILE:LINE: reason`; all refusals are kept (a claims file is small) and counted by reason in
+ParseSummary.meta["refused"]; the other rows are kept. The source columns go to meta["sources"]
+(id -> title, url, date, kind) for the store; the id is source_id, else a slug of the title.
 """
 
 from __future__ import annotations
 
 import csv
 import re
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 
 from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
-from ingest.parsers.mlperf import resolve_accelerator_or_none
-from perfledger.catalog import resolve_model
-from perfledger.errors import ParseError, PerfledgerError
-from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
-from perfledger.vocabulary import Evidence, LogFormat, Metric, Precision, SourceKind, Workload
+from perfledger.errors import ParseError
+from perfledger.records import LineProblem, ParseSummary, ResultRecord, RunConfig, empty_steps
+from perfledger.vocabulary import (
+    LogFormat,
+    Metric,
+    SourceKind,
+    Workload,
+    read_evidence,
+    read_metric,
+    read_precision,
+    unit_factor,
+    unit_peak,
+)
 
 REQUIRED = ("metric", "value", "unit", "model", "accelerator")
 OPTIONAL = (
@@ -37,35 +46,18 @@ OPTIONAL = (
     "global_batch", "micro_batch", "strategy", "workload", "source_url", "source_date", "source_kind", "evidence",
     "locator", "note", "baseline",
 )
-_FRACTION_METRICS = (Metric.MFU, Metric.HFU, Metric.SCALING_EFFICIENCY)
-ALTERNATIVE_UNITS: dict[tuple[Metric, str], float] = {
-    **{(m, "%"): 0.01 for m in _FRACTION_METRICS},
-    **{(m, "percent"): 0.01 for m in _FRACTION_METRICS},
-    (Metric.STEP_TIME_S, "ms"): 0.001,
-    (Metric.TIME_TO_TRAIN_S, "min"): 60.0,
-    (Metric.TIME_TO_TRAIN_S, "h"): 3600.0,
-    (Metric.TIME_TO_TRAIN_S, "days"): 86400.0,
-    (Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPS"): 1.0,
-    (Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOP/s"): 1.0,
-    (Metric.TOKENS_PER_S_PER_DEVICE, "tokens/s/GPU"): 1.0,
-    (Metric.RELATIVE_THROUGHPUT, "×"): 1.0,
-}
-_INT_FIELDS = ("n_devices", "seq_len", "global_batch", "micro_batch")
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:80]
 
 
-def _optional_model(name: str) -> str | None:
-    try:
-        return resolve_model(name)
-    except PerfledgerError:
-        return None
-
-
 class RowError(ValueError):
-    pass
+    """A row refused; `reason` is the short kind counted in the summary, str() the full sentence."""
+
+    def __init__(self, reason: str, sentence: str) -> None:
+        super().__init__(sentence)
+        self.reason = reason
 
 
 class ClaimsCsvParser(LogParser):
@@ -83,7 +75,18 @@ class ClaimsCsvParser(LogParser):
         super().__init__(file_name)
         self.header: list[str] | None = None
         self.results: list[ResultRecord] = []
+        self.lines: list[int] = []
         self.sources: dict[str, dict[str, str]] = {}
+        self.refused: Counter[str] = Counter()
+
+    def problem(self, line: int | None, reason: str) -> None:
+        """Every refusal is kept: a claims file is small, and a refusal nobody sees is a silent drop."""
+        self.skipped_lines += 1
+        self.problems.append(LineProblem(self.file_name, line, reason))
+
+    def refuse(self, line: int, reason: str, sentence: str) -> None:
+        self.refused[reason] += 1
+        self.problem(line, sentence)
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
@@ -94,15 +97,22 @@ class ClaimsCsvParser(LogParser):
             try:
                 cells = next(csv.reader([line.replace("\r", " ")]), [])
             except csv.Error as exc:
-                self.problem(lineno, f"not a CSV row ({exc})")
+                self.refuse(lineno, "malformed CSV line", f"not a CSV row ({exc})")
                 continue
             if self.header is None:
                 self._set_header(cells, lineno)
                 continue
+            if len(cells) > len(self.header):
+                self.refuse(lineno, "malformed CSV line",
+                            f"{len(cells)} cells for a header of {len(self.header)} columns")
+                continue
             try:
-                self.results.append(self._record(dict(zip(self.header, (c.strip() for c in cells), strict=False))))
+                record = self._record(dict(zip(self.header, (c.strip() for c in cells), strict=False)))
             except RowError as exc:
-                self.problem(lineno, str(exc))
+                self.refuse(lineno, exc.reason, str(exc))
+                continue
+            self.results.append(record)
+            self.lines.append(lineno)
         return empty_steps()
 
     def _set_header(self, cells: list[str], lineno: int) -> None:
@@ -116,69 +126,98 @@ class ClaimsCsvParser(LogParser):
 
     def _record(self, row: dict[str, str]) -> ResultRecord:
         metric = self._metric(row.get("metric", ""))
-        value = self._value(metric, row.get("value", ""), row.get("unit", ""))
+        unit = row.get("unit", "")
+        value = self._value(metric, row.get("value", ""), unit)
         source_id = self._source(row)
-        accelerator, model = row.get("accelerator") or None, row.get("model") or None
+        notes = [row.get("note", "")]
+        precision = self._precision(row.get("precision", ""), notes)
+        if metric in (Metric.MFU, Metric.HFU) and (peak := unit_peak(unit)) is not None:
+            notes.append(f"{metric.value} against the {peak.value} peak (unit as printed: {unit})")
         return ResultRecord(
             metric=metric.value,
             value=value,
             unit=metric.unit,
             source_id=source_id,
-            accelerator_id=resolve_accelerator_or_none(accelerator),
-            accelerator_as_printed=accelerator,
-            model_id=_optional_model(model) if model else None,
-            model_as_printed=model,
+            accelerator_as_printed=row.get("accelerator") or None,
+            model_as_printed=row.get("model") or None,
             framework=row.get("framework") or None,
             framework_version=row.get("framework_version") or None,
-            precision=self._choice(row, "precision", Precision),
-            workload=self._choice(row, "workload", Workload),
-            evidence=self._choice(row, "evidence", Evidence) or Evidence.REPORTED.value,
+            precision=precision,
+            workload=self._workload(row.get("workload", "")),
+            evidence=self._evidence(row.get("evidence", "")),
             strategy=row.get("strategy") or None,
             locator=row.get("locator") or None,
-            note=row.get("note") or None,
+            note="; ".join(n for n in notes if n) or None,
             baseline=row.get("baseline") or None,
-            **{name: self._int(row, name) for name in _INT_FIELDS},
+            n_devices=self._int(row, "n_devices"),
+            seq_len=self._int(row, "seq_len"),
+            global_batch=self._int(row, "global_batch"),
+            micro_batch=self._int(row, "micro_batch"),
         )
 
     @staticmethod
     def _metric(text: str) -> Metric:
-        try:
-            return Metric(text.strip())
-        except ValueError:
-            raise RowError(f"unknown metric {text!r} (known: {', '.join(m.value for m in Metric)})") from None
+        found = read_metric(text)
+        if found is None:
+            raise RowError("unknown metric", f"unknown metric {text!r} (known: {', '.join(m.value for m in Metric)})")
+        return found
 
     @staticmethod
     def _value(metric: Metric, text: str, unit: str) -> float:
         value = to_float(text, thousands=True)
         if value is None:
-            raise RowError(f"value {text!r} is not a finite number")
-        if unit in ("", metric.unit):
-            return value
-        factor = ALTERNATIVE_UNITS.get((metric, unit))
+            raise RowError("not a number", f"value {text!r} is not a finite number")
+        factor = unit_factor(metric, unit)
         if factor is None:
-            raise RowError(f"unit {unit!r} is not {metric.unit!r} (the unit of {metric.value}) nor a known alternative")
+            raise RowError("unknown unit", f"unit {unit!r} is not {metric.unit!r} (the unit of {metric.value}) "
+                                           "nor a known spelling of it")
         return value * factor
+
+    @staticmethod
+    def _precision(text: str, notes: list[str]) -> str | None:
+        if not text.strip():
+            return None
+        reading = read_precision(text)
+        if reading is None:
+            raise RowError("unknown precision", f"precision {text!r} is not a precision perfledger knows")
+        if reading.meaning:
+            notes.append(f"precision as printed: {text} ({reading.meaning})")
+        return reading.precision.value
+
+    @staticmethod
+    def _evidence(text: str) -> str:
+        if not text.strip():
+            return "reported"
+        found = read_evidence(text)
+        if found is None:
+            raise RowError("unknown evidence", f"evidence {text!r} is not reported, derived, measured or "
+                                               "extrapolated (nor a word for one)")
+        return found.value
+
+    @staticmethod
+    def _workload(text: str) -> str | None:
+        key = text.strip().lower()
+        if not key:
+            return None
+        try:
+            return Workload(key).value
+        except ValueError:
+            raise RowError("unknown workload", f"workload {text!r} is not one of "
+                                               f"{', '.join(w.value for w in Workload)}") from None
 
     def _source(self, row: dict[str, str]) -> str:
         title, given = row.get("source_title", ""), row.get("source_id", "")
         source_id = given or _slug(title)
         if not source_id:
-            raise RowError("no source_title or source_id")
-        kind = self._choice(row, "source_kind", SourceKind) or SourceKind.UPLOAD.value
+            raise RowError("no source", "no source_title or source_id")
+        kind_text = row.get("source_kind", "").strip().lower()
+        if kind_text and kind_text not in {k.value for k in SourceKind}:
+            raise RowError("unknown source kind", f"source_kind {kind_text!r} is not one of "
+                                                  f"{', '.join(k.value for k in SourceKind)}")
         if source_id not in self.sources:
             self.sources[source_id] = {"title": title or source_id, "url": row.get("source_url", ""),
-                                       "date": row.get("source_date", ""), "kind": kind}
+                                       "date": row.get("source_date", ""), "kind": kind_text}
         return source_id
-
-    @staticmethod
-    def _choice(row: dict[str, str], name: str, vocabulary: Any) -> str | None:
-        text = row.get(name, "").strip().lower()
-        if not text:
-            return None
-        try:
-            return str(vocabulary(text).value)
-        except ValueError:
-            raise RowError(f"{name} {text!r} is not one of {', '.join(v.value for v in vocabulary)}") from None
 
     @staticmethod
     def _int(row: dict[str, str], name: str) -> int | None:
@@ -186,7 +225,7 @@ class ClaimsCsvParser(LogParser):
         if not text:
             return None
         if (value := to_int(text)) is None:
-            raise RowError(f"{name} {text!r} is not a whole number within 64 bits")
+            raise RowError("not a number", f"{name} {text!r} is not a whole number within 64 bits")
         return value
 
     def finish(self) -> ParseSummary:
@@ -200,7 +239,7 @@ class ClaimsCsvParser(LogParser):
             problems=tuple(self.problems),
             results=tuple(self.results),
             skipped_lines=self.skipped_lines,
-            meta={"sources": self.sources},
+            meta={"sources": self.sources, "refused": dict(self.refused), "lines": self.lines},
         )
 
 

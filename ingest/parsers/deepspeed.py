@@ -93,16 +93,19 @@ class DeepSpeedParser(MegatronParser):
         if line.startswith("cmd = "):
             self._cmd.update({m.group(1): m.group(2) for m in _CMD_FLAG.finditer(line)})
         elif (m := _STEP_LINE.search(line)) is not None:
-            self._pending = {"step": int(m.group(1)), "lr": to_float(m.group(3)), "time": _timestamp(line)}
-            self._skipped_optimizer_steps = int(m.group(2))
+            step = to_int(m.group(1))
+            if step is None:
+                return None  # past 64 bits: the line's timer row then has no pending step and is skipped
+            self._pending = {"step": step, "lr": to_float(m.group(3)), "time": _timestamp(line)}
+            self._skipped_optimizer_steps = to_int(m.group(2)) or 0
         elif (m := _TIMER.search(line)) is not None:
             return self._timer_row(m)
         elif (m := _EPOCH_LOSS.search(line)) is not None:
-            self._epoch_losses.append(float(m.group(3)))
+            self._epoch_losses.extend(x for x in (to_float(m.group(3)),) if x is not None)
         elif (m := _PPL.search(line)) is not None:
-            self._ppl.append(float(m.group(1)))
+            self._ppl.extend(x for x in (to_float(m.group(1)),) if x is not None)
         elif (m := _EXIT.search(line)) is not None:
-            self._exits.add(int(m.group(1)))
+            self._exits.add(to_int(m.group(1)) or 0)
         return None
 
     def _timer_row(self, m: re.Match[str]) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import json_number, load_json, precision_from_name, run_config, to_bool, to_int
+from ingest.parsers._nemo import IncreasingSteps, cfg_int, model_shape, step_row
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -33,9 +34,7 @@ class DLLoggerParser(LogParser):
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
         self._params: dict[str, Any] = {}
-        self._max_step: int | None = None
-        self._rows = 0
-        self._duplicates = 0
+        self._steps = IncreasingSteps()
         self._bytes = 0
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
@@ -68,30 +67,19 @@ class DLLoggerParser(LogParser):
         if step is None:
             self.problem(lineno, "record without a step number; skipped")
             return
-        if self._max_step is not None and step <= self._max_step:
-            self._duplicates += 1
-            return
-        self._max_step = step
-        self._rows += 1
-        gbs, seq = self._p("global_batch_size"), self._p("encoder_seq_length")
-        rows.append({
-            "step": step,
-            "step_time_s": json_number(data.get("train_step_timing in s")),
-            "samples": gbs,
-            "tokens": gbs * seq if gbs and seq else None,
-            "loss": json_number(data.get("reduced_train_loss")),
-            "lr": json_number(data.get("lr")),
-            "grad_norm": json_number(data.get("grad_norm")),
-        })
+        if self._steps.take(step):
+            rows.append(step_row(step, data, json_number, gbs=self._p("global_batch_size"),
+                                 seq=self._p("encoder_seq_length")))
 
     def _p(self, key: str) -> int | None:
-        return to_int(self._params.get(f"cfg/{key}"))
+        return cfg_int(self._params, key)
 
     def finish(self) -> ParseSummary:
-        if not self._rows:
+        if not self._steps.kept:
             raise ParseError(self.file_name, None, "no DLLogger step record found (expected 'DLLL {...\"step\": N, "
                                                    "\"data\": {\"train_step_timing in s\": ...}}' lines)")
-        warnings = [f"{self._duplicates} records repeated a step already read; first kept"] if self._duplicates else []
+        repeats = self._steps.repeats
+        warnings = [f"{repeats} records repeated a step already read; first kept"] if repeats else []
         warnings.append("world size not stated in DLLogger output: per-device figures need --devices")
         return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
                             warnings=tuple(warnings), skipped_lines=self.skipped_lines)
@@ -108,11 +96,7 @@ class DLLoggerParser(LogParser):
             "pp": self._p("pipeline_model_parallel_size"),
             "cp": self._p("context_parallel_size"),
             "framework": "nemo",
-            "num_layers": self._p("num_layers"),
-            "hidden_size": self._p("hidden_size"),
-            "ffn_hidden_size": self._p("ffn_hidden_size"),
-            "num_attention_heads": self._p("num_attention_heads"),
-            "num_kv_heads": self._p("num_query_groups") or self._p("num_attention_heads"),
+            **model_shape(p),
             "swiglu": ("glu" in str(p.get("cfg/activation")).lower()) if p.get("cfg/activation") else None,
             "strategy": "fsdp" if to_bool(_str(p.get("cfg/fsdp"))) else None,
         })

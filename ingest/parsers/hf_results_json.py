@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ingest.parsers._common import json_number
-from ingest.parsers.hf_trainer_state import JsonFileParser, summary_results
+from ingest.parsers._hf import JsonFileParser, summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig
 from perfledger.vocabulary import Evidence, LogFormat

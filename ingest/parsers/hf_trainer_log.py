@@ -11,15 +11,16 @@ are read with ast.literal_eval (literals only, never code).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, to_float
+from ingest.parsers._common import json_number, to_float, to_int
+from ingest.parsers._hf import summary_results
 from ingest.parsers.base import LogParser
-from ingest.parsers.hf_trainer_state import summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, steps_frame
 from perfledger.vocabulary import Evidence, LogFormat
@@ -42,15 +43,13 @@ _SNIFF = re.compile(r"\{'(?:loss|train_runtime)': |\*\*\*\*\* (?:Running trainin
 
 def hms_seconds(text: str) -> float | None:
     """'0:15:19.02' -> 919.02; '17:52:38.15' -> 64358.15; a plain number passes through."""
-    parts = text.split(":")
-    try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        return None
+    values = [to_float(p) for p in text.split(":")]
+    if None in values:
+        return None  # not a number, or not a finite one
     seconds = 0.0
     for value in values:
-        seconds = seconds * 60 + value
-    return seconds
+        seconds = seconds * 60 + (value or 0.0)
+    return seconds if math.isfinite(seconds) else None
 
 
 class HfTrainerLogParser(LogParser):
@@ -86,8 +85,8 @@ class HfTrainerLogParser(LogParser):
         if "/" in text and ("it/s" in text or "s/it" in text):
             self._bars(text)
         if "{'" in text:
-            for m in _DICT.finditer(text):
-                self._dict(m.group(0), lineno, rows)
+            for found in _DICT.finditer(text):
+                self._dict(found.group(0), lineno, rows)
             return
         if "*****" in text:
             self.in_block = "train metrics" in text
@@ -95,7 +94,7 @@ class HfTrainerLogParser(LogParser):
         if "=" in text:
             self._header_or_metric(text)
             if self.logging_steps is None and (m := _LOGGING_STEPS.search(text)) is not None:
-                self.logging_steps = int(m.group(1))
+                self.logging_steps = to_int(m.group(1))
             if self.precision is None and (m := _HALF.search(text)) is not None:
                 self.precision = m.group(1)
 
@@ -122,18 +121,19 @@ class HfTrainerLogParser(LogParser):
             self.steps += 1
             # HF logs when global_step % logging_steps == 0, so the k-th loss dict is step k * logging_steps
             step = self.steps * self.logging_steps if self.logging_steps else self.bar_step or self.steps
-            rows.append({"step": step, "loss": json_number(values.get("loss")), "lr": json_number(values.get("learning_rate")),
-                         "grad_norm": json_number(values.get("grad_norm"))})
+            rows.append({"step": step, "loss": json_number(values.get("loss")),
+                         "lr": json_number(values.get("learning_rate")), "grad_norm": json_number(values.get("grad_norm"))})
         else:
             self.eval_dicts += 1
 
     def _header_or_metric(self, text: str) -> None:
         for name, rx in _HEADER.items():
             if (m := rx.search(text)) is not None:
-                self.config.setdefault(name, int(m.group(1).replace(",", "")))
+                if (count := to_int(m.group(1), thousands=True)) is not None:
+                    self.config.setdefault(name, count)
                 return
         if (m := _TOTAL_STEPS.search(text)) is not None:
-            self.total_steps = int(m.group(1).replace(",", ""))
+            self.total_steps = to_int(m.group(1), thousands=True)
             return
         if self.in_block:
             body = text.split(">>", 1)[-1]
@@ -154,7 +154,8 @@ class HfTrainerLogParser(LogParser):
         return ParseSummary(
             format=self.format,
             config=RunConfig(framework="transformers", precision=self.precision, n_devices=self._devices(),
-                             **self.config),
+                             micro_batch=self.config.get("micro_batch"), global_batch=self.config.get("global_batch"),
+                             grad_accum=self.config.get("grad_accum")),
             problems=tuple(self.problems),
             warnings=tuple(warnings),
             results=tuple(results),

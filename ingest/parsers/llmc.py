@@ -14,15 +14,13 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import to_float, to_int
-from ingest.parsers.base import LogParser
-from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, steps_frame
+from ingest.parsers._metric_lines import FLOAT, MetricLineParser
+from perfledger.records import ParseSummary, steps_frame
 from perfledger.vocabulary import LogFormat
 
-_FLOAT = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|-?inf))"
-_TRAIN = re.compile(r"^s:(\d+) trl:" + _FLOAT + r"(?: lr:" + _FLOAT + r")?(?: norm:" + _FLOAT + r")?")
-_VAL = re.compile(r"^s:(\d+) tel:" + _FLOAT)
-_EVAL = re.compile(r"^s:(\d+) eval:" + _FLOAT)
+_TRAIN = re.compile(r"^s:(\d+) trl:" + FLOAT + r"(?: lr:" + FLOAT + r")?(?: norm:" + FLOAT + r")?")
+_VAL = re.compile(r"^s:(\d+) tel:" + FLOAT)
+_EVAL = re.compile(r"^s:(\d+) eval:" + FLOAT)
 _SNIFF = re.compile(r"^s:\d+ (?:trl|tel):\S+", re.MULTILINE)
 
 NO_THROUGHPUT_WARNING = (
@@ -31,17 +29,15 @@ NO_THROUGHPUT_WARNING = (
 )
 
 
-class LlmcParser(LogParser):
+class LlmcParser(MetricLineParser):
     format = LogFormat.LLMC
-
-    @classmethod
-    def sniff(cls, head: str, file_name: str) -> bool:
-        return _SNIFF.search(head) is not None
+    sniff_pattern = _SNIFF
+    framework = "llm.c"
+    expected_lines = "llm.c `s:N trl:...` training"
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
-        self.steps = 0
-        self.meta: dict[str, Any] = {"val_lines": 0, "eval_lines": 0}
+        self.meta.update(val_lines=0, eval_lines=0)
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
@@ -51,7 +47,7 @@ class LlmcParser(LogParser):
                 continue
             m = _TRAIN.match(line) or _VAL.match(line) or _EVAL.match(line)
             if m is not None and (step := to_int(m.group(1))) is None:
-                self.problem(first_lineno + offset, f"step {m.group(1)[:40]} is beyond 64 bits; skipped")
+                self.step_too_big(first_lineno + offset, m.group(1))
             elif m is not None and m.re is _TRAIN:
                 self.steps += 1
                 rows.append({"step": step, "loss": to_float(m.group(2)), "lr": to_float(m.group(3)),
@@ -67,16 +63,7 @@ class LlmcParser(LogParser):
         return steps_frame(rows)
 
     def finish(self) -> ParseSummary:
-        if self.steps == 0:
-            raise ParseError(self.file_name, None, "no llm.c `s:N trl:...` training lines found")
-        return ParseSummary(
-            format=self.format,
-            config=RunConfig(framework="llm.c"),
-            problems=tuple(self.problems),
-            warnings=(NO_THROUGHPUT_WARNING,),
-            skipped_lines=self.skipped_lines,
-            meta=self.meta,
-        )
+        return self.summary((NO_THROUGHPUT_WARNING,), self.meta)
 
 
 PARSER = LlmcParser

@@ -85,8 +85,8 @@ class MegatronGoldenParser(LogParser):
             raise ParseError(self.file_name, None, "not complete JSON (cut short?); golden values need the whole file")
         if not self._rows:
             raise ParseError(self.file_name, None, "golden-values JSON without 'lm loss' or 'iteration-time' values")
-        warnings = ["CI golden values: no configuration in the file (model, devices and batch come from the test "
-                    "case's model_config.yaml); pass --model/--devices"]
+        warnings = [("CI golden values: no configuration in the file (model, devices and batch come from the test "
+                     "case's model_config.yaml); pass --model/--devices")]
         if self._nan_times:
             warnings.append(f"{self._nan_times} steps have iteration-time 'nan' (not recorded by this test)")
         return ParseSummary(format=self.format, config=RunConfig(framework="megatron-lm"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, load_json, to_int
+from ingest.parsers._common import INT64_MAX, json_number, load_json, to_int
 from ingest.parsers.base import LogParser
 from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
@@ -59,7 +59,7 @@ def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:
     m = _PLATFORM.match(platform)
     if m is None:
         return None, platform.strip()
-    return int(m.group(1)), m.group(2).strip()
+    return to_int(m.group(1)), m.group(2).strip()
 
 
 def _event_json(line: str, marker: str) -> str | None:
@@ -119,7 +119,8 @@ class MlperfParser(LogParser):
 
     def _event(self, event: dict[str, Any]) -> dict[str, Any] | None:
         key = event.get("key")
-        meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+        found = event.get("metadata")
+        meta: dict[str, Any] = found if isinstance(found, dict) else {}
         value = event.get("value")
         time_ms = json_number(event.get("time_ms"))
         if key == "run_start":
@@ -141,17 +142,17 @@ class MlperfParser(LogParser):
 
     def _gbs(self) -> int | None:
         gbs = self.values.get("global_batch_size")
-        return gbs if isinstance(gbs, int) and gbs > 0 else None
+        return gbs if isinstance(gbs, int) and 0 < gbs <= INT64_MAX else None
 
     def _seq(self) -> int | None:
         seq = self.values.get("max_sequence_length")
-        return seq if isinstance(seq, int) and seq > 0 else None
+        return seq if isinstance(seq, int) and 0 < seq <= INT64_MAX else None
 
     def _step_of(self, meta: dict[str, Any]) -> int | None:
         gbs = self._gbs()
         samples = json_number(meta.get("samples_count"))
         if samples is not None and gbs:
-            return round(samples / gbs)
+            return to_int(round(samples / gbs))
         step = json_number(meta.get("step"))
         if step is None:
             return None
@@ -159,12 +160,12 @@ class MlperfParser(LogParser):
             # the first non-zero counter decides for the whole file: a multiple of the batch is a sample count
             self.step_counts_samples = bool(gbs) and step % gbs == 0  # type: ignore[operator]
         if self.step_counts_samples and gbs:
-            return round(step / gbs)
-        return round(step)
+            return to_int(round(step / gbs))
+        return to_int(round(step))  # None past 64 bits
 
     def _per_step_sizes(self) -> dict[str, float | None]:
         gbs, seq = self._gbs(), self._seq()
-        return {"samples": gbs, "tokens": gbs * seq if gbs and seq else None}
+        return {"samples": gbs, "tokens": float(gbs * seq) if gbs and seq else None}
 
     def _tracked_row(self, value: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any] | None:
         step_time = json_number(value.get("train_step_time"))
@@ -277,7 +278,7 @@ class MlperfParser(LogParser):
     def _config(self) -> RunConfig:
         benchmark = self.values.get("submission_benchmark")
         model, workload = BENCHMARK_MODELS.get(str(benchmark), (None, None))
-        nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
+        _nodes, platform_device = platform_nodes(_str_or_none(self.values.get("submission_platform")))
         sysjson = self.sysjson or {}
         per_node = to_int(sysjson.get("accelerators_per_node"))
         sys_nodes = to_int(sysjson.get("number_of_nodes"))

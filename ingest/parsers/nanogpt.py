@@ -15,12 +15,11 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import to_float, to_int
-from ingest.parsers.base import LogParser
-from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, steps_frame
+from ingest.parsers._metric_lines import FLOAT as _FLOAT
+from ingest.parsers._metric_lines import MetricLineParser
+from perfledger.records import ParseSummary, steps_frame
 from perfledger.vocabulary import LogFormat
 
-_FLOAT = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
 _ITER = re.compile(
     r"^\s*iter (\d+): loss " + _FLOAT + r", time " + _FLOAT + r"\s*ms(?:, mfu " + _FLOAT + r"%)?", re.IGNORECASE
 )
@@ -30,26 +29,24 @@ _PARAMS = re.compile(r"number of parameters: ([\d.]+)M")
 _SNIFF = re.compile(r"^\s*iter \d+: loss \S+, time \S+ms", re.MULTILINE)
 
 
-class NanogptParser(LogParser):
+class NanogptParser(MetricLineParser):
     format = LogFormat.NANOGPT
-
-    @classmethod
-    def sniff(cls, head: str, file_name: str) -> bool:
-        return _SNIFF.search(head) is not None
+    sniff_pattern = _SNIFF
+    framework = "nanoGPT"
+    expected_lines = "nanoGPT `iter N: loss ..., time ...ms`"
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
-        self.steps = 0
         self.nan_losses = 0
         self.tokens_per_iter: int | None = None
-        self.meta: dict[str, Any] = {"eval_lines": 0}
+        self.meta["eval_lines"] = 0
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
         rows: list[dict[str, Any]] = []
         for offset, line in enumerate(lines):
             if (m := _ITER.match(line) or _EVAL.match(line)) is not None and to_int(m.group(1)) is None:
-                self.problem(first_lineno + offset, f"step {m.group(1)[:40]} is beyond 64 bits; skipped")
+                self.step_too_big(first_lineno + offset, m.group(1))
             elif m is not None and m.re is _ITER:
                 rows.append(self._row(m))
             elif m is not None:
@@ -77,21 +74,12 @@ class NanogptParser(LogParser):
         }
 
     def finish(self) -> ParseSummary:
-        if self.steps == 0:
-            raise ParseError(self.file_name, None, "no nanoGPT `iter N: loss ..., time ...ms` lines found")
         warnings = []
         if self.nan_losses:
             warnings.append(f"{self.nan_losses} logged iterations have loss nan (the run diverged)")
         if self.tokens_per_iter is None:
             warnings.append("`tokens per iteration` not printed: tokens per step unknown")
-        return ParseSummary(
-            format=self.format,
-            config=RunConfig(framework="nanoGPT"),
-            problems=tuple(self.problems),
-            warnings=tuple(warnings),
-            skipped_lines=self.skipped_lines,
-            meta={**self.meta, "tokens_per_iter": self.tokens_per_iter},
-        )
+        return self.summary(tuple(warnings), {**self.meta, "tokens_per_iter": self.tokens_per_iter})
 
 
 PARSER = NanogptParser

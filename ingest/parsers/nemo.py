@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import NUM, precision_from_name, run_config, to_bool, to_float, to_int
+from ingest.parsers._nemo import IncreasingSteps, cfg_int, model_shape, step_row
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, empty_steps, steps_frame
@@ -44,13 +45,11 @@ class NemoParser(LogParser):
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
         self._dll_mode = False
-        self._max_step: int | None = None
+        self._steps = IncreasingSteps()
         self._params: dict[str, str] = {}
         self._yaml: dict[str, str] = {}
         self._world: int | None = None
         self._gpu: str | None = None
-        self._rows = 0
-        self._duplicates = 0
         self._tflops: list[tuple[float, int]] = []
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
@@ -73,11 +72,11 @@ class NemoParser(LogParser):
         if not self._dll_mode and "global_step=" in text:
             self._tqdm(text, rows)
         elif (m := _MEMBER.search(text)) is not None:
-            self._world = int(m.group(1))
+            self._world = to_int(m.group(1))
         elif (m := _GPU.search(text)) is not None:
             self._gpu = self._gpu or m.group(1).strip()
-        elif (m := _TFLOPS.search(text)) is not None:
-            self._tflops.append((float(m.group(1)), lineno))
+        elif (m := _TFLOPS.search(text)) is not None and (tflops := to_float(m.group(1))) is not None:
+            self._tflops.append((tflops, lineno))
         elif (m := _YAML.match(text)) is not None:
             self._yaml.setdefault(m.group(1), m.group(2))
 
@@ -100,24 +99,11 @@ class NemoParser(LogParser):
             self._add(rows, step, values)
 
     def _add(self, rows: list[dict[str, Any]], step: int, values: dict[str, str]) -> None:
-        if self._max_step is not None and step <= self._max_step:
-            self._duplicates += 1
-            return
-        self._max_step = step
-        self._rows += 1
-        gbs, seq = self._gbs(), self._seq_len()
-        rows.append({
-            "step": step,
-            "step_time_s": to_float(values.get("train_step_timing in s")),
-            "samples": gbs,
-            "tokens": gbs * seq if gbs and seq else None,
-            "loss": to_float(values.get("reduced_train_loss")),
-            "lr": to_float(values.get("lr")),
-            "grad_norm": to_float(values.get("grad_norm")),
-        })
+        if self._steps.take(step):
+            rows.append(step_row(step, values, to_float, gbs=self._gbs(), seq=self._seq_len()))
 
     def _p(self, key: str) -> int | None:
-        return to_int(self._params.get(f"cfg/{key}"))
+        return cfg_int(self._params, key)
 
     def _gbs(self) -> int | None:
         return self._p("global_batch_size")
@@ -126,7 +112,7 @@ class NemoParser(LogParser):
         return self._p("encoder_seq_length") or self._p("data/seq_length")
 
     def finish(self) -> ParseSummary:
-        if not self._rows:
+        if not self._steps.kept:
             raise ParseError(self.file_name, None, "no training step found (expected NeMo 'DLL ... global_step : N' "
                                                    "lines or tqdm frames with 'global_step=N')")
         return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
@@ -154,11 +140,7 @@ class NemoParser(LogParser):
             "tp": tp, "pp": pp, "cp": cp, "dp": dp,
             "ep": self._p("expert_model_parallel_size"),
             "framework": "nemo",
-            "num_layers": self._p("num_layers"),
-            "hidden_size": self._p("hidden_size"),
-            "ffn_hidden_size": self._p("ffn_hidden_size"),
-            "num_attention_heads": self._p("num_attention_heads"),
-            "num_kv_heads": self._p("num_query_groups") or self._p("num_attention_heads"),
+            **model_shape(p),
             "vocab_size": self._p("override_vocab_size"),
             "swiglu": ("swiglu" in activation or "glu" in activation) if activation else None,
             "num_experts": experts,
@@ -167,8 +149,8 @@ class NemoParser(LogParser):
 
     def _warnings(self) -> list[str]:
         out = []
-        if self._duplicates:
-            out.append(f"{self._duplicates} progress frames or DLL lines repeated a step already read; first kept")
+        if self._steps.repeats:
+            out.append(f"{self._steps.repeats} progress frames or DLL lines repeated a step already read; first kept")
         if self._world is None:
             out.append("world size taken from the trainer config (devices x num_nodes)" if self._yaml.get("devices")
                        else "world size not stated in the log: per-device figures need --devices")

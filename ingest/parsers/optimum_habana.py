@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ingest.parsers._common import json_number
-from ingest.parsers.hf_trainer_state import JsonFileParser
+from ingest.parsers._hf import JsonFileParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig

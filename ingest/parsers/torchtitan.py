@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import step_frame_from_columns
+from ingest.parsers._common import INT64_MAX, step_frame_from_columns, to_int
 from ingest.parsers.base import LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
 from perfledger.errors import ParseError
@@ -98,9 +98,12 @@ class TorchtitanParser(LogParser):
     def _rows(self, found: pl.DataFrame, first_lineno: int, mesh_from: int | None) -> pl.DataFrame:
         """One step row per line with a loss, tps or tflops; tokens use the device count known at that line."""
         fields = found.select(
-            pl.col("i"), pl.col("step").cast(pl.Int64),
+            pl.col("i"), pl.col("step").cast(pl.Int64, strict=False),
             *(pl.col("rest").str.extract(rx.pattern, 1).str.replace_all(",", "", literal=True)
               .cast(pl.Float64, strict=False).alias(name) for name, rx in _FIELDS.items()))
+        for i in fields.filter(pl.col("step").is_null())["i"].to_list():
+            self.problem(first_lineno + i, "step number beyond 64 bits; skipped")
+        fields = fields.filter(pl.col("step").is_not_null())
         usable = fields.select(pl.any_horizontal(pl.col("loss", "tps", "tflops").is_not_null())).to_series()
         for i in fields.filter(~usable)["i"].to_list():
             self.problem(first_lineno + i, "step line without loss, tps or tflops; skipped")
@@ -108,6 +111,7 @@ class TorchtitanParser(LogParser):
         self.steps += fields.height
         self.saw_step_time = self.saw_step_time or fields["time_s"].is_not_null().any()
         devices = self._devices()
+        device_count: pl.Expr
         if mesh_from is not None:  # rows before the mesh line knew no device count
             device_count = pl.when(pl.col("i") > mesh_from).then(pl.lit(devices, dtype=pl.Float64))
         else:
@@ -128,20 +132,21 @@ class TorchtitanParser(LogParser):
             return None
         product = 1
         for name in ("pp", "dp_replicate", "dp_shard", "cp", "tp"):
-            product *= int(mesh.get(name, 1)) if int(mesh.get(name, 1)) > 0 else 1
-        return product
+            size = to_int(mesh.get(name, 1))
+            product *= size if size is not None and size > 0 else 1
+        return product if product <= INT64_MAX else None
 
     def _config_line(self, line: str) -> None:
         if "[titan]" not in line and "torchtitan" not in line and " - root - " not in line:
             return
         if (m := _MESH.search(line)) is not None and "mesh" not in self.meta:
-            self.meta["mesh"] = {k: int(v) for k, v in _MESH_DIM.findall(m.group(1))}
+            self.meta["mesh"] = {k: n for k, v in _MESH_DIM.findall(m.group(1)) if (n := to_int(v)) is not None}
         elif (m := _BATCH.search(line)) is not None:
-            micro, gbs, ga, seq = (int(g) for g in m.groups())
+            micro, gbs, ga, seq = (to_int(g) for g in m.groups())
             self.config.update(micro_batch=micro, global_batch=gbs, grad_accum=ga, seq_len=seq)
         elif (m := _MODEL_SIZE.search(line)) is not None:
             self.config.setdefault("model_as_printed", f"{m.group(1)} {m.group(2)}")
-            self.meta["total_parameters"] = int(m.group(3).replace(",", ""))
+            self.meta["total_parameters"] = to_int(m.group(3), thousands=True)
         elif (m := _MODEL_BUILD.search(line)) is not None:
             self.config.setdefault("model_as_printed", f"{m.group(1)} {m.group(2)}")
         elif (m := _GPU.search(line)) is not None:
@@ -149,7 +154,7 @@ class TorchtitanParser(LogParser):
         elif (m := _VERSION.search(line)) is not None:
             self.config["framework_version"] = m.group(1)
         elif (m := _START.search(line)) is not None:
-            self.meta["training_starts_at_step"] = int(m.group(1))
+            self.meta["training_starts_at_step"] = to_int(m.group(1))
         elif "Peak flops undefined for" in line:
             self.meta["mfu_peak_fallback"] = line.split("Peak flops undefined for:", 1)[-1].split(",")[0].strip()
 
@@ -168,7 +173,7 @@ class TorchtitanParser(LogParser):
     def _run_config(self) -> RunConfig:
         mesh: dict[str, int] = self.meta.get("mesh", {})
         accelerator = self.config.get("accelerator_as_printed")
-        dp = mesh.get("dp_replicate", 1) * mesh.get("dp_shard", 1) if mesh else None
+        dp = to_int(mesh.get("dp_replicate", 1) * mesh.get("dp_shard", 1)) if mesh else None  # None past 64 bits
         return RunConfig(
             model=self.config.get("model_as_printed"),
             model_as_printed=self.config.get("model_as_printed"),

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from perfledger.store.engine import sql_text
+from perfledger.store.leftovers import spool_folder
 
 # DuckDB's memory for one INSERT of spooled steps, and the threads that share it (DuckDB 1.5.6; every step column
 # filled with random doubles, the costliest case; a test keeps a tenth of the limit to spare). Inserting in
@@ -133,7 +134,7 @@ class FrameWriter:
 
     def __enter__(self) -> Self:
         if self.conn.dialect.name == "duckdb":
-            self._spool = tempfile.TemporaryDirectory(prefix="perfledger-")
+            self._spool = spool_folder("frames")
         return self
 
     def add(self, frame: pl.DataFrame) -> int:

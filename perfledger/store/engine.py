@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -19,6 +19,8 @@ from sqlalchemy.pool import NullPool
 
 from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.settings import load_settings
+from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
+from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
 def engine_from_url(url: str | None = None) -> Engine:
@@ -92,27 +94,57 @@ def translated(engine: Engine) -> Iterator[None]:
 
 @contextmanager
 def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
-    """A connection (a transaction when writing), retrying DuckDB's file lock for a bounded time."""
+    """A connection (a transaction when writing), retrying DuckDB's file lock for a bounded time.
+
+    Writers to a DuckDB file first wait for their turn in the writers' queue (see `writers`), so they queue
+    instead of failing, and readers compete with one writer at a time.
+    """
     if write and load_settings().read_only:
         raise ReadOnlyStore(mask_url(str(engine.url)))
-    deadline = time.monotonic() + load_settings().lock_wait_s
-    delay = 0.02
+    with writer_turn(engine, mask_url(str(engine.url))) if write else nullcontext():
+        conn = _connect(engine, write=write)
+        with translated(engine), conn:
+            if write:
+                with conn.begin():
+                    if is_duckdb(engine):
+                        conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
+                    sweep = str(engine.url) not in _SWEPT
+                    if sweep:
+                        _sweep(engine, conn)
+                    yield conn
+                if sweep:
+                    _SWEPT.add(str(engine.url))
+            else:
+                yield conn
+
+
+def _connect(engine: Engine, *, write: bool) -> Connection:
+    """A new connection, retrying while the DuckDB file is held, up to `lock_wait_s`; a writer says it waits."""
+    wait_s = load_settings().lock_wait_s
+    deadline = time.monotonic() + wait_s
+    delay, told = 0.01, False
     while True:
         try:
             with translated(engine):
-                conn = engine.connect()
-            break
-        except StoreBusy:
+                return engine.connect()
+        except StoreBusy as busy:
             if time.monotonic() + delay > deadline:
                 raise
+            if write and not told:
+                say_waiting(busy.url, busy.holder, wait_s)
+                told = True
             time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-    with translated(engine), conn:
-        if write:
-            with conn.begin():
-                yield conn
-        else:
-            yield conn
+            delay = min(delay * 2, RETRY_MAX_S)
+
+
+_SWEPT: set[str] = set()  # the stores this process has written to once (the sweep committed)
+
+
+def _sweep(engine: Engine, conn: Connection) -> None:
+    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed."""
+    if is_duckdb(engine):
+        remove_orphan_rows(conn)
+    remove_dead_spools()
 
 
 def sql_text(path: Path) -> str:

@@ -22,13 +22,16 @@ from perfledger.errors import StoreError
 from perfledger.records import STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
 from perfledger.store.bulk import insert_parquet
 from perfledger.store.catalog_table import catalog_from
+from perfledger.store.claims import ClaimsWrite, upsert_claims
 from perfledger.store.engine import connection
 from perfledger.store.read import find_run
+from perfledger.vocabulary import LogFormat
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 
 
-def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | None = None) -> SaveResult:
+def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | None = None,
+             importer: str = "cli", token: str | None = None) -> SaveResult:
     """Store a prepared run, its steps and its results in one transaction; the same bytes again are a no-op.
 
     Nothing is parsed or computed here: the steps are read from the run's Parquet spool (DuckDB inserts from it,
@@ -39,11 +42,16 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
         with connection(engine, write=True) as conn:
             existing = _run_id(conn, prepared.content_sha256)
             if existing is not None:
-                return SaveResult(existing, created=False)
+                return SaveResult(existing, created=False, imported=_unchanged(prepared))
             run_id = _insert_run(conn, prepared, ingested_at or datetime.now(UTC))
             steps = prepared.steps
             insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
                            order_shows=not steps.increasing, constants={"run_id": run_id})
+            if prepared.format is LogFormat.CLAIMS_CSV:  # by claim key: corrections update (store/claims.py)
+                written = upsert_claims(conn, prepared.results, prepared.sources, run_id=run_id,
+                                        importer=importer, token=token)
+                return SaveResult(run_id, created=True, imported=written.describe(),
+                                  refused=_refusals(prepared, written))
             insert_missing(conn, schema.source, prepared.sources)
             insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
     except StoreError as exc:
@@ -53,6 +61,15 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
                 return SaveResult(existing, created=False)
         raise
     return SaveResult(run_id, created=True)
+
+
+def _unchanged(prepared: PreparedRun) -> str | None:
+    return f"0 added, 0 updated, {len(prepared.results)} unchanged" if prepared.format is LogFormat.CLAIMS_CSV else None
+
+
+def _refusals(prepared: PreparedRun, written: ClaimsWrite) -> tuple[str, ...]:
+    lines = (prepared.config.get("format_meta") or {}).get("lines") or []
+    return tuple(f"{prepared.file_name}:{lines[i] if i < len(lines) else '?'}: {why}" for i, why in written.refused)
 
 
 def _run_id(conn: Connection, content_sha256: str) -> int | None:

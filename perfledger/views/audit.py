@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import audit, flops, metrics
+from perfledger.calc import audit, audit_mfu, flops, metrics
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
 
 VERDICTS = audit.VERDICTS
@@ -41,8 +41,22 @@ def audit_rule(state: AuditView) -> audit.AuditRule:
 
 def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
-    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC], columns=audit.INPUT_COLUMNS)
-    frame = audit.audit_claims(rows, *store.catalog(engine), state.rule())
+    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC, *audit_mfu.CLAIM_METRICS],
+                         columns=audit.INPUT_COLUMNS)
+    catalog = store.catalog(engine)
+    tflops = audit.audit_claims(rows, *catalog, state.rule())
+    tflops = tflops.with_columns(  # the TFLOPS audit names its other formula in the explanation
+        convention=pl.when(pl.col("verdict") == "consistent").then(pl.lit("default")).otherwise(pl.lit(None)),
+        reason=pl.when(pl.col("verdict") == "consistent").then(pl.lit(None))
+        .when(pl.col("explanation").fill_null("") != "").then(pl.col("explanation"))
+        .when(pl.col("recomputed").is_not_null()).then(pl.format(
+            "recomputed {} TFLOP/s from its tokens/s, {} off the claimed {}, and no other FLOPs formula comes "
+            "within the tolerance", pl.col("recomputed").round(1), (pl.col("rel_diff") * 100).round(1).cast(pl.String)
+            + "%", pl.col("reported")))
+        .otherwise(pl.lit("no tokens/s row, model shape or peak to recompute it from")))
+    columns: Any = audit_mfu.AUDIT_COLUMNS
+    frame = pl.concat([tflops.select(list(columns)).cast(columns),
+                       audit_mfu.audit_utilization(rows, *catalog, state.rule())], how="vertical")
     if state.workload != ALL_WORKLOADS:
         frame = frame.filter(pl.col("workload") == state.workload)
     if state.models:

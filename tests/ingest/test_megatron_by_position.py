@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 from polars.testing import assert_series_equal
 
+from ingest.parsers._common import NUM
 from ingest.parsers.megatron import fields as mfields
 from ingest.parsers.megatron import scan as mscan
 from ingest.text import clean_text
@@ -24,9 +25,9 @@ FIXTURES = ["cscs_gh200_llama3_1b_fineweb_10n4g_rankprefix.out", "bigscience_meg
 # What a first occurrence, a window or an offset could get wrong: a label twice (the first one not a field),
 # a value wider than the window, non-ASCII text before a label, another spelling, a tab, a ratio, a cut line.
 TRICKY = [
-    " iteration        3/     500 | consumed samples:          240 | elapsed time per iteration (ms): 7331.4 |"
-    " learning rate: 1.2E-05 | global batch size:    80 | lm loss: 1.2E+01 | grad norm: 11.969 |"
-    " number of skipped iterations:   0 | number of nan iterations:   0 |",
+    (" iteration        3/     500 | consumed samples:          240 | elapsed time per iteration (ms): 7331.4 |"
+     " learning rate: 1.2E-05 | global batch size:    80 | lm loss: 1.2E+01 | grad norm: 11.969 |"
+     " number of skipped iterations:   0 | number of nan iterations:   0 |"),
     " iteration 4/ 500 | note: learning rate: warmup | learning rate: 3.0E-05 | lm loss: 2.5 |",
     " iteration 5/ 500 | elapsed time per iteration (ms): " + "1" * 80 + ".5 | lm loss: 2.5 |",
     " émoji ✓ iteration 6/ 500 | elapsed time per iteration (ms): 1234.5 | lm loss: 2.25 | grad norm: 1.0 |",
@@ -36,8 +37,8 @@ TRICKY = [
     " iteration 10/ 500 | elapsed time per iteration (ms): 99",
     "Overwriting rerun_state_machine.current_iteration from -1 to 0 | iteration 11/ 12 |",
     " iteration\t12 / 500 | iteration 13/ 500 | elapsed time per iteration (ms): 1.0 |",
-    " iteration 14/ 500 | consumed tokens: 1048576 | actual seqlen:  4096 | tokens per GPU (tokens/s/GPU): 9000.5 |"
-    " tokens per gpu per second (tgs): 8999 | number of skipped iterations:   2 | number of nan iterations: x |",
+    (" iteration 14/ 500 | consumed tokens: 1048576 | actual seqlen:  4096 | tokens per GPU (tokens/s/GPU): 9000.5 |"
+     " tokens per gpu per second (tgs): 8999 | number of skipped iterations:   2 | number of nan iterations: x |"),
     " iteration 15/ 500 | global batch size: 1e3 | learning rate: .5 | lm loss: +7. | grad norm: 1.0e-3  |",
     # a 64-byte window after "lm loss:" ends inside a 3-byte character on one of these three
     *(f" iteration {16 + k}/ 500 | lm loss: 2.5 |{' ' * k}{'✓' * 40} | elapsed time per iteration (ms): 5.0 |"
@@ -96,7 +97,7 @@ def test_any_mix_reads_by_position_as_by_regex(fixture: str, extra: list[str], a
 
 def test_a_label_pattern_is_the_regex_it_replaced() -> None:
     assert mfields._STEP == r"iteration\s+(\d+)\s*/\s*\d+\s*\|"
-    assert mfields._FIELDS["tflops"] == r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + mfields.NUM + r")(?:/" + mfields.NUM + r")?\s*\|"
+    assert mfields._FIELDS["tflops"] == r"throughput per GPU \(TFLOP/s/GPU\):\s*(" + NUM + r")(?:/" + NUM + r")?\s*\|"
 
 
 @settings(max_examples=40, deadline=None)

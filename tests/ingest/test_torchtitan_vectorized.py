@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 from polars.testing import assert_frame_equal
 
+from ingest.parsers._common import concat_steps
 from ingest.parsers.torchtitan import TorchtitanParser
 from ingest.text import clean_text
-from ingest.parsers._common import concat_steps
 from tests.conftest import LOGS
 from tests.ingest import torchtitan_oracle
 
@@ -33,9 +35,12 @@ def lines_of(name: str) -> list[str]:
     return clean_text((LOGS / name).read_text(encoding="utf-8", errors="replace")).split("\n")
 
 
-def parse_both(lines: list[str], chunk: int) -> tuple[object, object]:
+Parsed = tuple[Any, ...]  # (steps, problems, config, meta, validation lines, saw step time)
+
+
+def parse_both(lines: list[str], chunk: int) -> tuple[Parsed, Parsed]:
     ours, oracle = TorchtitanParser("t.log"), torchtitan_oracle.TorchtitanParser("t.log")
-    results = []
+    results: list[Parsed] = []
     for parser in (ours, oracle):
         frames = [parser.feed(lines[i:i + chunk], i + 1) for i in range(0, len(lines), chunk)]
         results.append((concat_steps(frames), parser.problems, parser.config, parser.meta, parser.validation_lines,

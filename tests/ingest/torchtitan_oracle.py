@@ -7,6 +7,7 @@ summary and the warnings are the real parser's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,12 +19,15 @@ from perfledger.records import steps_frame
 
 
 def _num(text: str | None) -> float | None:
+    """A printed number; None when absent, unreadable or infinite ("inf", "1e309"). NaN is nulled by the step
+    frame except in the loss."""
     if text is None:
         return None
     try:
-        return float(text.replace(",", ""))
+        value = float(text.replace(",", ""))
     except ValueError:
         return None
+    return None if math.isinf(value) else value
 
 
 class TorchtitanParser(torchtitan.TorchtitanParser):
@@ -48,6 +52,8 @@ class TorchtitanParser(torchtitan.TorchtitanParser):
         found = {name: _num(m.group(1)) if (m := rx.search(rest)) else None for name, rx in _FIELDS.items()}
         if found["loss"] is None and found["tps"] is None and found["tflops"] is None:
             return None
+        found = {name: None if name != "loss" and value is not None and math.isnan(value) else value
+                 for name, value in found.items()}
         self.steps += 1
         step_time = found["time_s"]
         self.saw_step_time = self.saw_step_time or step_time is not None
@@ -64,5 +70,6 @@ class TorchtitanParser(torchtitan.TorchtitanParser):
             "reported_tflops_per_device": found["tflops"],
             "reported_mfu": mfu / 100.0 if mfu is not None else None,
             "memory_gb": mem * GIB_TO_GB if mem is not None else None,
-            "tokens": tps * step_time * devices if None not in (tps, step_time, devices) else None,
+            "tokens": tps * step_time * devices if tps is not None and step_time is not None and devices is not None
+            else None,
         }

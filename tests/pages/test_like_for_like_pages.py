@@ -14,7 +14,7 @@ def test_accelerators_catalog_and_head_to_head_render(open_page: Callable[..., A
     assert {"gaudi2", "cs-2", "sn30", "mi250", "bow-ipu", "a800-80gb"} <= set(shown["accelerator"])
     head = open_page("accelerators", {"s": "head"})
     assert not head.exception, head.exception
-    assert any("median 4.00x" in m.value for m in head.markdown)
+    assert any("median 4.00x" in m.value.replace("\\", "") for m in head.markdown)  # as shown: escapes dropped
 
 
 def test_asking_for_every_workload_shows_the_caveat(open_page: Callable[..., AppTest], seeded_url: str) -> None:

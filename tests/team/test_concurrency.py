@@ -44,8 +44,8 @@ def test_two_ingests_started_together_on_one_duckdb_file_both_succeed(tmp_path: 
 def test_ingest_that_cannot_get_the_duckdb_lock_says_plainly_who_holds_it(tmp_path: Path) -> None:
     db = tmp_path / "held.duckdb"
     store.create_schema(store.engine_from_url(f"duckdb:///{db}"))
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb,time; c=duckdb.connect({str(db)!r}); "
-                               "print('held', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    probe = f"import duckdb,time; c=duckdb.connect({str(db)!r}); print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         started = time.monotonic()
@@ -57,9 +57,39 @@ def test_ingest_that_cannot_get_the_duckdb_lock_says_plainly_who_holds_it(tmp_pa
         assert holder.stdout is not None
         holder.stdout.close()
     assert rc == 1
-    assert err.startswith("error: the store is busy, held by ") and f"PID {holder.pid}" in err
+    waiting, error = err.splitlines()
+    assert waiting.startswith("waiting for the store: held by ") and f"(PID {holder.pid})" in waiting, waiting
+    assert error.startswith("error: the store is busy, held by ") and f"PID {holder.pid}" in error
     assert "Traceback" not in err
     assert waited < 15  # the bounded retry (1 s) plus interpreter start, not a hang
+
+
+def test_six_ingests_started_together_on_one_duckdb_file_queue_and_all_store_their_run(tmp_path: Path) -> None:
+    """Each holds the file longer than a reader's retry: they wait for their turn, say so, and a reader is served
+    between them. Before the queue, half of 8 such ingests failed "busy" and a reader waited 13 s."""
+    from bench.inputs import build
+
+    logs = [tmp_path / f"run{i}.log" for i in range(6)]
+    for i, log in enumerate(logs):
+        build("megatron", 600_000 + 200_000 * i, log)  # whole copies of the body: sizes far apart differ
+    url = f"duckdb:///{tmp_path / 'queue.duckdb'}"
+    engine = store.engine_from_url(url)
+    store.create_schema(engine)
+    procs = [start_ingest(log, url) for log in logs]
+    waits = []
+    while any(p.poll() is None for p in procs):
+        started = time.monotonic()
+        store.runs(engine)
+        waits.append(time.monotonic() - started)
+        time.sleep(0.05)
+    results = [finished(p) for p in procs]
+    assert [rc for rc, _, _ in results] == [0] * 6, [err for _, _, err in results]
+    assert all(json.loads(out)["created"] for _, out, _ in results)
+    assert store.counts(engine)["run"] == 6
+    told = [err for _, _, err in results if "waiting for the store: held by " in err]
+    assert told and all(err.count("waiting for the store") == 1 for err in told), told
+    assert max(waits) < load_settings().lock_wait_s
+    print(f"{len(told)} of 6 waited their turn; {len(waits)} reads meanwhile, longest {max(waits):.2f} s")
 
 
 @pytest.mark.postgres

@@ -15,6 +15,7 @@ from ingest.parsers._common import (
     precision_from_name,
     strip_rank_prefix,
     to_bool,
+    to_float,
     to_int,
 )
 from ingest.parsers.base import LogParser
@@ -35,16 +36,8 @@ _MEMORY = re.compile(r"memory \(MB\).{0,400}?max allocated: (\d+\.?\d*)")
 _DIST_WORLD = re.compile(r"dist_world_size=(\d+)")
 _DS_VERSION = re.compile(r"DeepSpeed info: version=(\S+?),|deepspeed info \.{2,} (\S+?),")
 
-# Argument names (dump, YAML, command line with "-" -> "_") that configure the run.
-_KEYS = frozenset({
-    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
-    "group_query_attention", "padded_vocab_size", "vocab_size", "swiglu", "gated_linear_unit", "num_experts",
-    "num_moe_experts", "moe_router_topk", "seq_length", "encoder_seq_length", "global_batch_size",
-    "micro_batch_size", "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-    "expert_model_parallel_size", "data_parallel_size", "world_size", "fp16", "bf16", "fp8", "mixed_precision",
-    "train_iters", "nproc_per_node", "nnodes", "log_interval",
-})
-assert _KEYS == frozenset(_KEYS_TEXT), "_CONFIG_USED must name every key _set keeps"
+# Argument names (dump, YAML, command line with "-" -> "_") that configure the run: the ones fields.py reads.
+_KEYS = frozenset(_KEYS_TEXT)
 
 
 class _Launch(Enum):
@@ -116,8 +109,7 @@ class ConfigReader(LogParser):
         if (m := _GPU_NAME.search(line)) is not None:
             s.accelerator = s.accelerator or m.group(1).strip()
             return
-        if (m := _MEMORY.search(line)) is not None:
-            mb = float(m.group(1))
+        if (m := _MEMORY.search(line)) is not None and (mb := to_float(m.group(1))) is not None:
             s.peak_allocated_mb = mb if s.peak_allocated_mb is None else max(s.peak_allocated_mb, mb)
             return
         if (m := _DIST_WORLD.search(line)) is not None:
@@ -172,7 +164,7 @@ class ConfigReader(LogParser):
         return world
 
     def _config_fields(self) -> dict[str, Any]:
-        gbs = self._config_int("global_batch_size") or (int(self._s.last_gbs) if self._s.last_gbs else None)
+        gbs = self._config_int("global_batch_size") or to_int(self._s.last_gbs)
         tp, pp, cp = (self._config_int(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                                      "context_parallel_size"))
         world = self._world_size()

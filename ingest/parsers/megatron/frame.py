@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.parsers._common import note, step_frame_from_columns
+from ingest.parsers._common import finite_or_null, note, step_frame_from_columns
 from ingest.parsers.base import MAX_PROBLEMS_KEPT
 from ingest.parsers.megatron.config import ConfigReader, _Launch
 from ingest.parsers.megatron.scan import _StepLines
@@ -82,10 +82,10 @@ class StepFramer(ConfigReader):
         if s.first_step is None:
             s.first_step = int(step[0])
         s.rows += step.len()
-        skipped = cols["skipped"].fill_null(0)
+        skipped = _counts(cols["skipped"])
         s.skipped_iterations += int(skipped.sum())
         s.rows_with_skips += int((skipped > 0).sum())
-        s.nan_iterations += int(cols["nan_iters"].fill_null(0).sum())
+        s.nan_iterations += int(_counts(cols["nan_iters"]).sum())
         loss = cols["loss"]
         s.nonfinite_losses += int((loss.is_nan() | loss.is_infinite()).fill_null(False).sum())
         deltas = step.diff().drop_nulls()
@@ -140,3 +140,11 @@ def _fill(series: pl.Series, value: float | None) -> pl.Series:
     return series if value is None else series.fill_null(value)
 
 
+MAX_COUNT_PER_LINE = 2**31  # skipped / nan iterations one line reports; past it (1e309, 400 digits) a broken number
+
+
+def _counts(column: pl.Series) -> pl.Series:
+    """A per-line count column with nulls, NaN, infinities and values past MAX_COUNT_PER_LINE (or below 0) as 0,
+    so the run's totals stay exact integers."""
+    counts = finite_or_null(column)
+    return counts.set(((counts < 0) | (counts > MAX_COUNT_PER_LINE)).fill_null(False), 0).fill_null(0)

@@ -38,6 +38,11 @@ from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, empty_steps
 from perfledger.vocabulary import LogFormat
 
+_SNIFF = re.compile(
+    r"elapsed time per iteration \(ms\)|-- arguments --|using world size:|_model_parallel_size \.{3,}"
+    r"|megatron\.bridge\.training|pretrain_(?:gpt|mcore_\w+|llama\w*|bert|t5|mamba)\.py")
+_CLAIMS = re.compile(_SNIFF.pattern + r"|^\s*\w{1,80} \.{3,} \S|\biteration {0,12}\d{1,12}/ {0,12}\d{1,12} \||megatron\.")
+
 
 class MegatronParser(StepFramer):
     format = LogFormat.MEGATRON
@@ -53,16 +58,17 @@ class MegatronParser(StepFramer):
     CHUNK_BYTES_POLARS = 6 * 1024 * 1024
 
     @property
-    def chunk_bytes(self) -> int:  # type: ignore[override]
+    def chunk_bytes(self) -> int | None:
         return self.CHUNK_BYTES_SCANNED if native.labeled_scan() is not None else self.CHUNK_BYTES_POLARS
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
-        return bool(re.search(
-            r"elapsed time per iteration \(ms\)|-- arguments --|using world size:|_model_parallel_size \.{3,}"
-            r"|megatron\.bridge\.training|pretrain_(?:gpt|mcore_\w+|llama\w*|bert|t5|mamba)\.py",
-            head,
-        ))
+        return _SNIFF.search(head) is not None
+
+    @classmethod
+    def claims(cls, line: str) -> bool:
+        """Iteration lines, argument-dump lines (`  num_layers ...... 24`) and Megatron's own logger lines."""
+        return _CLAIMS.search(line) is not None
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)

@@ -45,9 +45,9 @@ def test_the_nemo_dll_pair_pattern_is_linear_on_a_line_of_keys_without_values() 
     import time
 
     from ingest.parsers.nemo import _DLL_PAIR
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not make it slower
     _DLL_PAIR.findall("a " * 30_000)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_the_hf_progress_bar_pattern_is_linear_on_a_run_of_digits() -> None:
@@ -55,6 +55,6 @@ def test_the_hf_progress_bar_pattern_is_linear_on_a_run_of_digits() -> None:
     import time
 
     from ingest.parsers.hf_trainer_log import _BAR
-    start = time.perf_counter()
+    start = time.process_time()
     _BAR.findall("1" * 60_000 + "/1")
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ingest.parsers import mlperf
 from ingest.parsers.mlperf import DERIVED_NOTE, PARSER, platform_nodes
-
-from .helpers import LOGS, parse_text, parse_with
+from tests.ingest.parsers.helpers import LOGS, parse_text, parse_with
 
 EOS = "nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt"
 
@@ -29,7 +29,7 @@ def test_eos_config_comes_from_sysjson_and_benchmark_name() -> None:
 
 def test_per_device_figures_are_derived_with_the_mlcommons_caveat() -> None:
     summary, _ = parse_with(PARSER, LOGS / EOS)
-    per_device = [r for r in summary.results if r.metric == "tokens_per_s_per_device"][0]
+    per_device = next(r for r in summary.results if r.metric == "tokens_per_s_per_device")
     assert per_device.evidence == "derived" and DERIVED_NOTE in (per_device.note or "")
     assert per_device.value == pytest.approx(1245708288 / 3147.895 / 512)  # gpt3 counts tokens
 
@@ -58,10 +58,8 @@ def test_lora_benchmark_maps_to_llama2_70b_lora_finetune() -> None:
 
 
 def test_failed_run_stop_is_not_a_result() -> None:
-    text = "\n".join([
-        ':::MLLOG {"time_ms": 1000, "key": "run_start", "value": null, "metadata": {}}',
-        ':::MLLOG {"time_ms": 9000, "key": "run_stop", "value": null, "metadata": {"status": "aborted"}}',
-    ])
+    text = (':::MLLOG {"time_ms": 1000, "key": "run_start", "value": null, "metadata": {}}\n'
+            ':::MLLOG {"time_ms": 9000, "key": "run_stop", "value": null, "metadata": {"status": "aborted"}}')
     summary, _ = parse_text(PARSER, text)
     assert summary.results == ()
     assert any("not a valid MLPerf result" in w for w in summary.warnings)
@@ -76,3 +74,10 @@ def test_broken_mllog_json_is_a_line_problem() -> None:
 def test_platform_prefix_counts_nodes() -> None:
     assert platform_nodes("64xNVIDIA DGX H100") == (64, "NVIDIA DGX H100")
     assert platform_nodes("tpu-v5p") == (None, "tpu-v5p")
+
+
+def test_parse_is_the_same_whatever_the_chunk_size() -> None:
+    name = "cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt"
+    _, small = parse_with(mlperf.PARSER, LOGS / name, chunk_bytes=4096)
+    _, large = parse_with(mlperf.PARSER, LOGS / name, chunk_bytes=8 * 1024 * 1024)
+    assert small.equals(large)

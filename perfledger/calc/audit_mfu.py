@@ -1,0 +1,120 @@
+"""Audit of MFU and HFU claims: recomputed from the same configuration's tokens/s (or its model TFLOPS) over the
+dense peak; when the default count disagrees, the convention that reproduces the claim is named.
+
+    mfu = tokens_per_s_per_device x FLOPs per token / 1e12 / peak       (or model TFLOPS / peak)
+    hfu = mfu x 4/3         (full activation recompute: one more forward pass, llm-foundry's and PaLM's HFU)
+
+Every verdict other than consistent carries a one-sentence reason. One row per claim, in AUDIT_COLUMNS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from perfledger.calc import audit
+from perfledger.calc import flops as fl
+from perfledger.calc import metrics as m
+from perfledger.calc.conventions import DEFAULT, Convention, conventions
+from perfledger.errors import InvalidInput
+
+CLAIM_METRICS = ("mfu", "hfu")
+HFU_FACTOR = 4 / 3
+DEFAULT_RULE = audit.AuditRule()
+AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String()}
+
+
+def audit_utilization(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
+                      rule: audit.AuditRule = DEFAULT_RULE) -> pl.DataFrame:
+    """One row per mfu/hfu claim: reported, recomputed, rel_diff, verdict, the reproducing convention, why."""
+    keys = [k for k in audit.MATCH_KEYS if k in results.columns]
+    shapes = {r["id"]: r for r in models.iter_rows(named=True)}
+    accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
+    basis: dict[tuple[Any, ...], dict[str, float]] = {}
+    for r in results.filter(pl.col("metric").is_in([audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])).iter_rows(named=True):
+        if r["value"] is not None and r["value"] > 0:
+            basis.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["metric"], float(r["value"]))
+    rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
+            for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
+    return pl.DataFrame(rows, schema=AUDIT_COLUMNS)
+
+
+def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Mapping[str, Mapping[str, Any]],
+               accels: Mapping[str, Mapping[str, Any]], rule: audit.AuditRule) -> dict[str, Any]:
+    reported, factor = float(claim["value"]), HFU_FACTOR if claim["metric"] == "hfu" else 1.0
+    tps, tflops = basis.get(audit.THROUGHPUT_METRIC), basis.get(audit.CLAIM_METRIC)
+    peaks = _peaks(accels.get(claim["accelerator_id"] or ""), claim["precision"])
+    shape, seq = _shape(shapes.get(claim["model_id"] or ""), claim["seq_len"])
+    recomputed, convention, reason, verdict = None, None, None, "unchecked"
+    if isinstance(peaks, str):
+        reason = peaks
+    elif tps is None and tflops is None:
+        reason = "no tokens/s or model TFLOPS row of the same source and configuration to recompute it from"
+    elif tps is not None and shape is None:
+        reason = "the model is not in the catalog with a shape, so its FLOPs per token are unknown"
+    else:
+        found = [(c, _value(c, tps, tflops, shape, seq, peaks) * factor) for c in conventions(claim["precision"])
+                 if tps is not None or c.name == DEFAULT]
+        if factor != 1.0:  # no activation recompute: the hardware does the model's FLOPs, HFU = MFU
+            found += [(Convention(f"{c.name}+no-recompute", f"{c.title}, no activation recompute (HFU = MFU)",
+                                  c.flops, c.peak_precision), v / factor) for c, v in list(found)]
+        recomputed = found[0][1]
+        within = [(c, v) for c, v in found if abs(audit.relative_difference(reported, v)) <= rule.tolerance]
+        if within and within[0][0].name == DEFAULT:
+            verdict, convention = "consistent", DEFAULT
+        elif within:
+            best, value = within[0]
+            verdict, convention = "other convention", best.name
+            reason = (f"the default gives {recomputed:.4f}; {best.title} gives {value:.4f}, within "
+                      f"{rule.tolerance:.0%} of the claimed {reported:.4f}")
+        else:
+            verdict = "inconsistent"
+            reason = (f"recomputed {recomputed:.4f} from {_basis(tps, tflops)}, {audit.relative_difference(reported, recomputed):+.1%} "
+                      f"off the claimed {reported:.4f}, and no known FLOPs or peak convention comes within {rule.tolerance:.0%}")
+    rel = audit.relative_difference(reported, recomputed) if recomputed else None
+    peak = peaks["_stated"] if isinstance(peaks, dict) else None
+    return {"claim_id": claim.get("id"), "source_id": claim["source_id"], "model_id": claim["model_id"],
+            "accelerator_id": claim["accelerator_id"], "n_devices": claim["n_devices"],
+            "workload": claim.get("workload"), "precision": claim["precision"], "seq_len": claim["seq_len"],
+            "metric": claim["metric"], "reported": reported, "recomputed": recomputed, "unit": "fraction",
+            "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
+            "verdict": verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
+            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason}
+
+
+def _basis(tps: float | None, tflops: float | None) -> str:
+    return f"{tps:,.0f} tokens/s/device" if tps is not None else f"{tflops:,.1f} model TFLOP/s/device"
+
+
+def _value(c: Convention, tps: float | None, tflops: float | None, shape: fl.ModelShape | None, seq: int,
+           peaks: Mapping[str, float]) -> float:
+    peak = peaks[c.peak_precision or "_stated"]
+    if tps is not None and shape is not None:
+        return tps * c.flops(shape, seq) / 1e12 / peak
+    return (tflops or 0.0) / peak
+
+
+def _peaks(acc: Mapping[str, Any] | None, precision: str | None) -> dict[str, float] | str:
+    if acc is None:
+        return "the accelerator is not in the catalog, so there is no peak to divide by"
+    stated = precision if precision not in (None, "", "unstated") else "bf16"
+    out: dict[str, float] = {}
+    for name, prec in (("_stated", stated), ("bf16", "bf16")):
+        try:
+            out[name] = m.peak_tflops(acc, str(prec)).tflops
+        except InvalidInput as exc:
+            if name == "_stated":
+                return str(exc)
+    return out
+
+
+def _shape(row: Mapping[str, Any] | None, seq_len: Any) -> tuple[fl.ModelShape | None, int]:
+    if row is None:
+        return None, 0
+    seq: Any = seq_len or row.get("seq_len")
+    try:
+        return fl.ModelShape.from_row(row), int(seq)
+    except (InvalidInput, TypeError, ValueError):
+        return None, 0

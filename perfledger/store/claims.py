@@ -1,0 +1,146 @@
+"""Claims imported from a CSV: one row per claim key, corrections update it, curated sources stay closed.
+
+A claim's key is what names the figure, not the figure: (source, locator, metric, model, accelerator, devices,
+precision, sequence length, global batch, workload, strategy). Importing a row whose key is stored updates that
+row (a correction) and says so; the same row again changes nothing. A source loaded from data/sources.csv by
+`init` (any kind but upload and cli) is curated: an import cannot add rows under it; those rows are refused one
+by one. Every source an import creates is kind "upload" or "cli", and its evidence says it was imported, with a
+short hash of the token that unlocked writing where one is set (never the token).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import Connection, Engine
+
+from perfledger import schema
+from perfledger.catalog.link import link_record
+from perfledger.records import ResultRecord
+from perfledger.store.catalog_table import catalog_from
+from perfledger.store.engine import connection
+from perfledger.vocabulary import SourceKind
+
+CLAIM_KEY_FIELDS = ("source_id", "locator", "metric", "model_as_printed", "accelerator_as_printed", "n_devices",
+                    "precision", "seq_len", "global_batch", "workload", "strategy")
+IMPORTED_KINDS = frozenset({SourceKind.UPLOAD.value, SourceKind.CLI.value})
+_COMPARED = ("value", "unit", "evidence", "note", "framework", "framework_version", "micro_batch", "baseline",
+             "model_id", "accelerator_id")
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimsWrite:
+    """What an import did: rows added, updated (same key, new figures), unchanged, and those refused, each as
+    (index of the row among the file's claims, sentence)."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: tuple[tuple[int, str], ...] = ()
+
+    def describe(self) -> str:
+        """ "3 added, 2 updated, 0 unchanged" (and "; 1 refused" when some were)."""
+        text = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged"
+        return text + (f"; {len(self.refused)} refused" if self.refused else "")
+
+
+def claim_key(record: ResultRecord) -> str:
+    """SHA-256 of the claim's key fields: the same figure from the same place, whatever its value."""
+    row = asdict(record)
+    payload = json.dumps(["claim", *(row[f] for f in CLAIM_KEY_FIELDS)], default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def token_hash(token: str) -> str:
+    """A short, one-way name for an upload token: enough to tell importers apart, useless to write with."""
+    return hashlib.sha256(token.encode()).hexdigest()[:12]
+
+
+def imported_source(source: Mapping[str, Any], importer: str, token: str | None) -> dict[str, Any]:
+    """The `source` row an import creates: its own kind (upload or cli), marked as imported, the kind the file
+    stated kept in the note."""
+    kind = importer if importer in IMPORTED_KINDS else SourceKind.CLI.value
+    by = f"imported via {kind}" + (f" with token sha256:{token_hash(token)}" if token else " (no token set)")
+    stated = source.get("kind")
+    note = "; ".join(str(n) for n in (source.get("note"), f"stated kind: {stated}" if stated else None) if n)
+    return {"id": source["id"], "kind": kind, "title": source.get("title") or source["id"],
+            "publisher": source.get("publisher"), "date": source.get("date") or None, "url": source.get("url") or None,
+            "evidence": by, "note": note or None}
+
+
+def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Sequence[Mapping[str, Any]], *,
+                  run_id: int | None, importer: str, token: str | None = None) -> ClaimsWrite:
+    """Store claims by key inside the caller's transaction: new keys added, changed ones updated, rows under a
+    curated source refused (one sentence each); the sources the rows cite created as imported."""
+    source = schema.source
+    kinds: dict[str, str] = {sid: kind for sid, kind in conn.execute(sa.select(source.c.id, source.c.kind))}
+    curated = {sid for sid, kind in kinds.items() if kind not in IMPORTED_KINDS}
+    why = ("is curated (loaded from data/sources.csv): an import cannot add figures under it; give the row a "
+           "source of its own")
+    refused = [(i, f"source {r.source_id!r} {why}") for i, r in enumerate(records) if r.source_id in curated]
+    keep = [r for i, r in enumerate(records) if r.source_id not in curated]
+    cited = {r.source_id for r in keep}
+    fresh_sources = [imported_source(s, importer, token) for s in sources if s["id"] in cited and s["id"] not in kinds]
+    if fresh_sources:
+        conn.execute(_insert(conn, schema.source), fresh_sources)
+    known = catalog_from(conn)
+    rows: dict[str, dict[str, Any]] = {}
+    for record in keep:
+        row = asdict(link_record(replace(record, run_id=run_id), known))
+        row["row_key"] = claim_key(record)
+        rows[row["row_key"]] = row
+    stored = _stored(conn, list(rows))
+    added = [row for key, row in rows.items() if key not in stored]
+    changed = [row for key, row in rows.items() if key in stored and _differs(row, stored[key])]
+    if added:
+        conn.execute(_insert(conn, schema.result), added)
+    for row in changed:
+        values = {k: v for k, v in row.items() if k not in ("row_key", "id")}
+        conn.execute(schema.result.update().where(schema.result.c.row_key == row["row_key"]).values(values))
+    return ClaimsWrite(len(added), len(changed), len(rows) - len(added) - len(changed), tuple(refused))
+
+
+def _insert(conn: Connection, table: sa.Table) -> sa.Insert:
+    """An INSERT that, on PostgreSQL, skips a row another writer committed since we looked (same key); DuckDB
+    has one writer at a time."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing()
+    return sa.insert(table)
+
+
+def _stored(conn: Connection, keys: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    table = schema.result
+    for start in range(0, len(keys), 1000):
+        chunk = keys[start:start + 1000]
+        for row in conn.execute(sa.select(table).where(table.c.row_key.in_(chunk))).mappings():
+            out[row["row_key"]] = dict(row)
+    return out
+
+
+def _differs(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    return any(new.get(k) != old.get(k) for k in _COMPARED)
+
+
+def delete_source(engine: Engine, source_id: str) -> int:
+    """Remove an imported source and every result under it, in one transaction; how many results went.
+    A curated source is refused (it comes back with the next `init`)."""
+    from perfledger.errors import InvalidInput
+
+    with connection(engine, write=True) as conn:
+        kind = conn.scalar(sa.select(schema.source.c.kind).where(schema.source.c.id == source_id))
+        if kind is None:
+            raise InvalidInput(f"no source {source_id!r} in the store")
+        if kind not in IMPORTED_KINDS:
+            raise InvalidInput(f"source {source_id!r} is curated (kind {kind}, from data/sources.csv); only "
+                               "imported sources can be deleted")
+        gone = conn.execute(sa.delete(schema.result).where(schema.result.c.source_id == source_id)).rowcount
+        conn.execute(sa.delete(schema.source).where(schema.source.c.id == source_id))
+    return int(gone or 0)

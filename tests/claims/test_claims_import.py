@@ -1,0 +1,68 @@
+"""Claims import: per-row refusals with FILE:LINE, curated sources closed, imported sources marked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ingest.pipeline import ingest_bytes
+from perfledger import store
+from perfledger.vocabulary import Metric, normalize_precision, read_precision, unit_factor
+
+HEADER = "source_id,metric,value,unit,model,accelerator,precision,evidence\n"
+
+
+@pytest.fixture()
+def seeded(tmp_path: Path) -> store.Engine:
+    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
+    store.init_store(engine, Path(__file__).parents[2] / "data")
+    return engine
+
+
+def test_publisher_spellings_are_read_alike_by_every_reader() -> None:
+    assert normalize_precision("amp_bf16") == "bf16" and normalize_precision("amp_fp8") == "fp8"
+    mixed = read_precision("BF16 + Float8 linears")
+    assert mixed is not None and mixed.precision.value == "fp8" and mixed.meaning
+    assert unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOP/s per GPU") == 1.0
+    assert unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/GPU") == 1.0
+    assert unit_factor(Metric.MFU, "% (BF16 MFU)") == 0.01
+
+
+def test_bad_rows_are_refused_one_by_one_with_their_line_and_the_rest_stored(seeded: store.Engine) -> None:
+    text = HEADER + ("mine,mfu,41,%,MPT-7b,h100_80gb,amp_bf16,published\n"
+                     "mine,mfu,lots,%,MPT-7b,h100_80gb,amp_bf16,reported\n"
+                     "mine,mfu,41,furlongs,MPT-7b,h100_80gb,amp_bf16,reported\n"
+                     "mine,mfu,41,%,MPT-7b,h100_80gb,amp_bf16,hearsay\n")
+    outcome = ingest_bytes(seeded, text.encode(), "c.csv")
+    assert outcome.rows_refused
+    assert outcome.refused == {"not a number": 1, "unknown unit": 1, "unknown evidence": 1}
+    assert [p.split(": ")[0] for p in outcome.problems] == ["c.csv:3", "c.csv:4", "c.csv:5"]
+    assert outcome.imported == "1 added, 0 updated, 0 unchanged"
+
+
+def test_an_import_cannot_add_figures_under_a_curated_source(seeded: store.Engine) -> None:
+    curated = store.sources(seeded)["id"][0]
+    text = HEADER + f"{curated},tokens_per_s_per_device,999,tokens/s/GPU,llama2-7b,h100-sxm,bf16,reported\n" \
+        + "my_bench,tokens_per_s_per_device,999,tokens/s/GPU,llama2-7b,h100-sxm,bf16,reported\n"
+    outcome = ingest_bytes(seeded, text.encode(), "c.csv")
+    assert outcome.refused == {"curated source": 1}
+    assert any(p.startswith("c.csv:2: source") and "curated" in p for p in outcome.problems)
+    mine = store.sources(seeded).filter(pl.col("id") == "my_bench").row(0, named=True)
+    assert mine["kind"] == "cli" and "imported via cli" in mine["evidence"]
+
+
+def test_delete_removes_an_imported_source_and_refuses_a_curated_one(seeded: store.Engine, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfledger.cli import main
+
+    text = HEADER + "my_bench,tokens_per_s_per_device,999,tokens/s/GPU,llama2-7b,h100-sxm,bf16,reported\n"
+    ingest_bytes(seeded, text.encode(), "c.csv")
+    url = str(seeded.url)
+    curated = store.sources(seeded).filter(pl.col("kind") != "cli")["id"][0]
+    assert main(["delete", "--source", curated, "--db", url]) == 2
+    monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", "s3cret")
+    assert main(["delete", "--source", "my_bench", "--db", url, "--token", "wrong"]) == 2
+    assert main(["delete", "--source", "my_bench", "--db", url, "--token", "s3cret"]) == 0
+    assert store.results(seeded).filter(pl.col("source_id") == "my_bench").height == 0

@@ -1,0 +1,25 @@
+"""Fuzz: mutated real logs of every format (byte flips, repeated and cut lines, numbers past every range, JSON
+nested 50,000 deep, lines of 100K-300K characters; see mutations.py) either parse with finite values or are
+refused with a ParseError naming the file, never another exception. A fixed seed makes every run the same cases;
+bench/fuzz.py runs the long version (100,000 cases, bench/README.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ingest.mutations import PARSED, REFUSED, cases, corpus, describe, run_case
+
+SEED = 24
+CASES_PER_FORMAT = 100  # 1,400 cases, about 20 s on one free core
+CORPUS = corpus()
+
+
+@pytest.mark.parametrize("fmt", sorted(CORPUS))
+def test_a_mutated_log_parses_or_is_refused_with_its_file_name(fmt: str) -> None:
+    failures = [describe(case, result) for case in cases(SEED, CASES_PER_FORMAT, {fmt: CORPUS[fmt]})
+                if (result := run_case(case)).outcome not in (PARSED, REFUSED)]
+    assert not failures, "\n".join(failures)
+
+
+def test_every_format_has_fixtures_to_mutate() -> None:
+    assert len(CORPUS) >= 14
