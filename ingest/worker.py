@@ -34,7 +34,7 @@ from perfledger.errors import PerfledgerError
 from perfledger.records import PreparedRun, SaveResult, StepFiles
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
-FOLDER_PREFIX = "perfledger-upload-"
+FOLDER_PREFIX = "perfledger-upload-"  # + the server's PID: a later writer removes the folders of a server gone
 ALARM_GRACE_S = 5  # the child's own deadline, past the parent's: it ends an orphaned child, never a watched one
 POLL_S = 0.25
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
@@ -124,7 +124,7 @@ class Job:
 
 def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, limits: Limits) -> Job:
     """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store)."""
-    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     (folder / "upload").write_bytes(raw)
     (folder / "request.json").write_text(json.dumps({"file_name": printable(file_name), "limit": limit}))
     return Job("prepare", folder, db_url, limits)

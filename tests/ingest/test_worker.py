@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from ingest import worker
 from perfledger.errors import PerfledgerError
+from perfledger.store import leftovers
 from tests.conftest import LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -49,5 +51,14 @@ def test_a_prepared_run_keeps_its_steps_in_its_folder_until_closed() -> None:
     files = prepared.run.steps.files
     assert prepared.run.steps.rows > 0 and files and all(Path(f).parent == prepared.folder / "steps" for f in files)
     assert not (prepared.folder / "upload").exists()  # the uploaded bytes go once parsed
+    assert leftovers.remove_dead_spools(prepared.folder.parent) == [] and prepared.folder.exists()  # ours lives
     prepared.run.close()
     assert not prepared.folder.exists()
+
+
+def test_the_folder_of_a_server_that_died_is_removed_by_the_next_writer(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True,
+                          text=True)
+    left = tmp_path / f"{worker.FOLDER_PREFIX}{int(dead.stdout)}-abc"
+    (left / "steps").mkdir(parents=True)
+    assert leftovers.remove_dead_spools(tmp_path) == [left] and not left.exists()
