@@ -125,7 +125,7 @@ def bench_ingest(fmt: str, path: Path, work: Path, repeats: int) -> dict[str, An
     for i in range(repeats):
         db = work / f"ingest_{fmt}_{size}_{i}.duckdb"
         seconds, peak, code, out = run_child([sys.executable, "-m", "ingest", str(path), "--db", f"duckdb:///{db}",
-                                              "--json"])
+                                              "--json", "--max-mb", "100000"])
         db.unlink(missing_ok=True)
         Path(f"{db}.wal").unlink(missing_ok=True)
         if code != 0:

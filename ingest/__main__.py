@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ingest.hints import Hints, hints
-from ingest.pipeline import IngestOutcome, ingest_path
+from ingest.pipeline import IngestOutcome, Overrides, ingest_stream
+from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.catalog import Catalog
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", type=int, help="number of devices in the run")
     p.add_argument("--precision", help="fp32 | tf32 | fp16 | bf16 | fp8")
     p.add_argument("--seq-len", type=int, help="sequence length, when the log does not state it")
-    p.add_argument("--max-mb", type=int, help="refuse a file larger than this once decompressed")
+    p.add_argument("--max-mb", type=int,
+                   help="refuse a file larger than this once decompressed (default: PERFLEDGER_MAX_UPLOAD_MB, 200)")
     return p
 
 
@@ -49,7 +51,7 @@ def overrides_from(args: argparse.Namespace, known: Catalog | None = None) -> Hi
                  seq_len=args.seq_len, known=known)
 
 
-def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+def _progress(path: Path, shown: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
     """A tqdm bar on stderr for big files when stderr is a terminal."""
     try:
         size = path.stat().st_size
@@ -59,7 +61,7 @@ def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], No
         return None, lambda: None
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr, leave=False)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=Path(shown).name, file=sys.stderr, leave=False)
 
     def update(done: int) -> None:
         bar.update(done - bar.n)
@@ -120,18 +122,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.demo:
         return _demo(engine, args.data or load_settings().data_dir)
-    limit = args.max_mb * 2**20 if args.max_mb else None
+    try:
+        limit = (args.max_mb or load_settings().max_upload_mb) * 2**20  # the uploads' limit, after gunzip
+    except PerfledgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     failed = 0
     for path in args.files:
-        update, close = _progress(path)
+        shown = printable(str(path))  # the name in messages, progress, JSON and the store
         try:
-            outcome = ingest_path(engine, path, overrides, limit=limit, on_progress=update)
+            outcome = _ingest_file(engine, path, shown, overrides, limit)
         except PerfledgerError as exc:
             failed += 1
             print(str(exc), file=sys.stderr)
             continue
-        finally:
-            close()
         if args.json:
             print(json.dumps(outcome.as_json(), default=str))
         else:
@@ -143,6 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             counts = "; ".join(f"{n} {why}" for why, n in sorted((outcome.refused or {}).items()))
             print(f"{outcome.file_name}: rows refused: {counts}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overrides, limit: int) -> IngestOutcome:
+    """One file, refused at once unless it is a regular file (a FIFO would block, a device never end)."""
+    with open_regular(path, shown) as handle:
+        update, close = _progress(path, shown)
+        try:
+            return ingest_stream(engine, handle, shown, overrides, limit=limit, on_progress=update)
+        finally:
+            close()
 
 
 def _demo(engine: store.Engine, data_dir: Path) -> int:
