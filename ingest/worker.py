@@ -219,7 +219,9 @@ def _save(folder: Path) -> dict[str, Any]:
 
     with (folder / "prepared.pickle").open("rb") as f:
         run: PreparedRun = pickle.load(f)
-    saved = store.save_run(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), run)
+    # A dashboard upload: the token that unlocked it is the configured one (stored as a short hash, never as is)
+    saved = store.save_run(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), run, importer="upload",
+                           token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
 
 

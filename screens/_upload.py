@@ -38,7 +38,7 @@ def show_preview(pre: PreparedRun) -> None:
     ss, cfg_ = pre.summary, pre.config
     what = " · ".join(str(cfg_[k]) for k in ("model", "accelerator", "precision") if cfg_.get(k))
     st.markdown(f"**{pre.format}** log · {pre.steps.rows:,} steps · {pre.skipped_lines:,} lines skipped"
-                + (f" · {what}" if what else ""))
+                + (f" · {_ui.plain(what)}" if what else ""))  # names as the log printed them: shown as text
     m = st.columns(5)
     m[0].metric("Steady tokens/s/device", _fmt(ss["tokens_per_s_per_device"], ",.0f"))
     m[1].metric("Model TFLOP/s/device", _fmt(ss["model_tflops_per_device"], ",.1f"))
@@ -49,7 +49,7 @@ def show_preview(pre: PreparedRun) -> None:
         st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
                    f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
     if pre.warnings:
-        st.info("\n".join(f"- {w}" for w in pre.warnings), icon=":material/info:")
+        st.info("\n".join(f"- {_ui.plain(w)}" for w in pre.warnings), icon=":material/info:")
 
 
 def limits() -> worker.Limits:
