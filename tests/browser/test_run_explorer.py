@@ -71,6 +71,7 @@ def test_two_runs_overlay_on_the_same_axes_and_the_link_keeps_them(runs_server: 
     assert_no_exception(page)
     screenshot(page, "runs-explorer-overlay-by-tokens")
     page.locator('[data-testid="stButtonGroup"] button').filter(has_text="step").first.click()
+    page.wait_for_url(lambda url: "x=tokens" not in url)  # the rerun that writes the URL may start late on a busy host
     settle(page)
-    assert "x=tokens" not in page.url and f"vs={second}" in page.url
+    assert f"vs={second}" in page.url
     assert_no_exception(page)
