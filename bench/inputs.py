@@ -8,6 +8,7 @@ parser sees one long, monotonic run rather than duplicates.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ SPECS: dict[str, Spec] = {
 class _Template:
     """One body line cut at its counters: pieces[0] n0 pieces[1] n1 ... pieces[-1]."""
 
-    __slots__ = ("pieces", "values", "kinds", "float_fmt")
+    __slots__ = ("float_fmt", "kinds", "pieces", "values")
 
     def __init__(self, line: str, patterns: list[re.Pattern[str]]) -> None:
         spans = []
@@ -92,7 +93,7 @@ def _spans(body: list[str], spec: Spec) -> list[float]:
             spans.append(0.0)
             continue
         distinct = sorted(set(values))
-        step = min((b - a for a, b in zip(distinct, distinct[1:]) if b > a), default=1.0)
+        step = min((b - a for a, b in itertools.pairwise(distinct) if b > a), default=1.0)
         spans.append(max(values) - min(values) + step)
     return spans
 

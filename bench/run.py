@@ -12,6 +12,9 @@ measured in the same run on the same files:
   (4) a DuckDB store (full: 1,000 runs, 10M steps, 100k results) built in bulk: each page's
       perfledger.views.table(slug, default state) and store.steps for the biggest run vs bare SQL;
   (5) each page rendered whole by Streamlit's AppTest on that store (reported, no target);
+  (5b) each page's time to render in headless Chromium (/usr/bin/chromium, Playwright): navigation until the
+      script has finished and nothing is stale, as a ratio to an empty Streamlit page served the same way
+      (an empty script on a second server of the same Streamlit, started with the same flags); target <= 2x;
   (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame.
 """
 
@@ -42,7 +45,8 @@ BASELINES = HERE / "baselines.py"  # run as a child: python bench/baselines.py F
 
 MB = 1_000_000  # throughput in decimal MB/s, like wc and most tools
 TARGETS = {"ingest_vs_wc_ratio": 0.03, "ingest_vs_regex_loop_ratio": 2.0, "ingest_peak_rss_mb": 300.0,
-           "mlperf_vs_reference_ratio": 3.0, "view_vs_sql_ratio_max": 2.0}
+           "mlperf_vs_reference_ratio": 3.0, "view_vs_sql_ratio_max": 2.0,
+           "browser_vs_blank_ratio_max": 2.0}
 AT_LEAST = {"ingest_vs_wc_ratio", "ingest_vs_regex_loop_ratio", "mlperf_vs_reference_ratio"}
 MLPERF_RULESET = "5.1.0"
 
@@ -121,7 +125,7 @@ def bench_ingest(fmt: str, path: Path, work: Path, repeats: int) -> dict[str, An
     for i in range(repeats):
         db = work / f"ingest_{fmt}_{size}_{i}.duckdb"
         seconds, peak, code, out = run_child([sys.executable, "-m", "ingest", str(path), "--db", f"duckdb:///{db}",
-                                              "--json"])
+                                              "--json", "--max-mb", "100000"])
         db.unlink(missing_ok=True)
         Path(f"{db}.wal").unlink(missing_ok=True)
         if code != 0:
@@ -333,6 +337,80 @@ def bench_pages(url: str, repeats: int) -> dict[str, Any]:
     return out
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+_SETTLED = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def _serve(script: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`streamlit run script` headless on a free loopback port against the store at `url`; waits for health."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true", "--server.port",
+           str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PERFLEDGER_DB_URL": url},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1):
+                return proc, base
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"streamlit did not start for {script}")
+
+
+def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
+    """Each page's time to render in Chromium (fresh context each time, so no session is reused) against an empty
+    Streamlit page; the first, warming load of each is not timed (with `warm`; --quick leaves it out)."""
+    if not CHROMIUM.exists():
+        return {"error": "needs /usr/bin/chromium"}
+    from playwright.sync_api import sync_playwright
+
+    from screens import PAGES
+
+    blank = work / "blank_page.py"
+    blank.write_text("import streamlit as st\n\nst.title('blank')\n")
+    servers = [_serve(ROOT / "app.py", url), _serve(blank, url)]
+    out: dict[str, Any] = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+
+            def load(address: str) -> None:
+                ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
+                page = ctx.new_page()
+                page.goto(address, wait_until="networkidle", timeout=120_000)
+                page.wait_for_selector(_SETTLED, timeout=120_000)
+                page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
+                ctx.close()
+
+            app_base, blank_base = servers[0][1], servers[1][1]
+            if warm:
+                load(blank_base)
+            t_blank, _ = timed(partial(load, blank_base), repeats)
+            out["blank"] = {"render_s": t_blank}
+            for page_ in PAGES:
+                address = f"{app_base}/{page_.slug}"
+                if warm:
+                    load(address)
+                t, _ = timed(partial(load, address), repeats)
+                out[page_.slug] = {"render_s": t, "ratio": t["median"] / t_blank["median"]}
+            browser.close()
+    finally:
+        for proc, _ in servers:
+            proc.terminate()
+            proc.wait(timeout=10)
+    return out
+
+
 def bench_csv(url: str, n_rows: int, repeats: int) -> dict[str, Any]:
     import io
 
@@ -366,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,csv")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     q = args.quick
@@ -400,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
             path = work / "mlperf_reader.log"
             inputs.build("mlperf", sizes["mlperf"][0], path)
             report["mlperf_reader"] = bench_mlperf_reader(path, args.repeats)
-        if not ({"views", "pages", "csv"} <= skip):
+        if not ({"views", "pages", "browser", "csv"} <= skip):
             db = work / "store.duckdb"
             db.unlink(missing_ok=True)
             url = f"duckdb:///{db}"
@@ -409,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["views"] = bench_views(url, db, args.repeats)
             if "pages" not in skip:
                 report["pages"] = bench_pages(url, args.repeats)
+            if "browser" not in skip:
+                report["browser"] = bench_browser(url, work, 1 if q else args.repeats, warm=not q)
             if "csv" not in skip:
                 report["csv"] = bench_csv(url, csv_rows, args.repeats)
     finally:
@@ -437,6 +517,10 @@ def headline(r: dict[str, Any]) -> dict[str, Any]:
     if views_:
         worst = max(views_, key=lambda k: views_[k]["ratio"])
         h |= {"view_vs_sql_ratio_max": round(views_[worst]["ratio"], 2), "view_vs_sql_slowest": worst}
+    pages_ = {k: v for k, v in r.get("browser", {}).items() if "ratio" in v}
+    if pages_:
+        worst = max(pages_, key=lambda k: pages_[k]["ratio"])
+        h |= {"browser_vs_blank_ratio_max": round(pages_[worst]["ratio"], 2), "browser_slowest_page": worst}
     if "csv" in r:
         h["csv_export_vs_polars_ratio"] = round(r["csv"]["ratio"], 2)
     if "ours_vs_reference" in r.get("mlperf_reader", {}):
@@ -484,6 +568,16 @@ def print_table(r: dict[str, Any]) -> None:
         for slug, v in r["pages"].items():
             errors = f"  ERRORS: {v['errors']}" if v["errors"] else ""
             print(f"{slug:<24}{fmt_t(v['render_s']):>28}{errors}")
+    if "browser" in r:
+        b = r["browser"]
+        if "error" in b:
+            print(f"\nChromium render: skipped ({b['error']})")
+        else:
+            print(f"\nChromium render (navigation until the script is done, nothing stale), vs an empty page "
+                  f"{fmt_t(b['blank']['render_s'])}; target <= {TARGETS['browser_vs_blank_ratio_max']:g}x:")
+            for slug, v in b.items():
+                if slug != "blank":
+                    print(f"{slug:<24}{fmt_t(v['render_s']):>28}{v['ratio']:>8.2f}x")
     if "csv" in r:
         c = r["csv"]
         print(f"\nCSV export, {c['rows']:,} rows: views.render {fmt_t(c['ours_s'])}, polars write_csv "

@@ -1,4 +1,5 @@
 """python -m ingest FILE... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
+                    [--seq-len N]     (hints for a file already stored update that run)
    python -m ingest --demo [--db URL] [--data DIR]     (the bundled demo logs, as `perfledger init` loads them)
 
 Exit 0: every file stored (or already stored); 1: some file rejected, the others still stored; 2: usage.
@@ -13,13 +14,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ingest.pipeline import IngestOutcome, ingest_path
+from ingest.hints import Hints, hints
+from ingest.pipeline import IngestOutcome, Overrides, ingest_stream
+from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.catalog import Catalog
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
 from perfledger.process import exit_process, lean_process
-from perfledger.records import RunConfig
 from perfledger.settings import load_settings
+from perfledger.store.runs import catalog_is_empty
 
 PROGRESS_MIN_BYTES = 32 * 2**20
 
@@ -35,25 +38,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--accelerator", help="accelerator id or name, e.g. h100-sxm or 'NVIDIA H100 80GB HBM3'")
     p.add_argument("--devices", type=int, help="number of devices in the run")
     p.add_argument("--precision", help="fp32 | tf32 | fp16 | bf16 | fp8")
-    p.add_argument("--max-mb", type=int, help="refuse a file larger than this once decompressed")
+    p.add_argument("--seq-len", type=int, help="sequence length, when the log does not state it")
+    p.add_argument("--max-mb", type=int,
+                   help="refuse a file larger than this once decompressed (default: PERFLEDGER_MAX_UPLOAD_MB, 200)")
     return p
 
 
-def overrides_from(args: argparse.Namespace, known: Catalog | None = None) -> RunConfig:
-    """The hints given on the command line, names resolved with `known` (the store's catalog; default: data/'s)."""
-    from perfledger import catalog
-
-    if args.devices is not None and args.devices <= 0:
-        raise InvalidInput(f"--devices must be positive, got {args.devices}")
-    return RunConfig(
-        model=catalog.resolve_model(args.model, known) if args.model else None,
-        accelerator=catalog.resolve_accelerator(args.accelerator, known) if args.accelerator else None,
-        n_devices=args.devices,
-        precision=catalog.normalize_precision(args.precision) if args.precision else None,
-    )
+def overrides_from(args: argparse.Namespace, known: Catalog | None = None) -> Hints:
+    """The hints given on the command line, names resolved with `known` (the store's catalog; default: data/'s);
+    a name not in the catalog is kept as printed, with a warning."""
+    return hints(model=args.model, accelerator=args.accelerator, devices=args.devices, precision=args.precision,
+                 seq_len=args.seq_len, known=known)
 
 
-def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+def _progress(path: Path, shown: str) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
     """A tqdm bar on stderr for big files when stderr is a terminal."""
     try:
         size = path.stat().st_size
@@ -63,7 +61,7 @@ def _progress(path: Path) -> tuple[Callable[[int], None] | None, Callable[[], No
         return None, lambda: None
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=path.name, file=sys.stderr, leave=False)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=Path(shown).name, file=sys.stderr, leave=False)
 
     def update(done: int) -> None:
         bar.update(done - bar.n)
@@ -75,12 +73,23 @@ def _print_text(o: IngestOutcome) -> None:
     s = o.summary.steady_state_json()
     state = "stored as run" if o.created else "already stored as run"
     print(f"{o.file_name}: {o.format.value}, {o.steps} steps, {state} {o.run_id}")
+    for key, (was, now) in o.hints_changed.items():
+        print(f"  updated {key}: {was} -> {now}")
     figures = [("tokens/s/device", s["tokens_per_s_per_device"], ",.0f"),
                ("model TFLOP/s/device", s["model_tflops_per_device"], ",.1f"), ("MFU", s["mfu"], ".1%"),
                ("step time median (s)", s["step_time_s_median"], ".3f"), ("jitter CV", s["jitter_cv"], ".3f")]
     for label, value, fmt in figures:
         if value is not None:
             print(f"  {label}: {value:{fmt}}")
+    reported = o.summary.reported
+    for key, label in (("tflops_per_device", "TFLOP/s/device"), ("tokens_per_s_per_device", "tokens/s/device"),
+                       ("mfu", "MFU")):
+        if (theirs := reported.get(f"reported_{key}")) is not None:
+            diff = reported.get(f"diff_{key}")
+            print(f"  printed by the log: {label} {theirs:,.4g}"
+                  + (f" (recomputed differs by {diff:+.1%})" if diff is not None else ""))
+    if reported.get("explanation"):
+        print(f"  {reported['explanation']}")
     if s["first_step"] is not None:
         print(f"  steady window: steps {s['first_step']}-{s['last_step']} ({s['rule_text']})")
     for r in o.summary.results:
@@ -103,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         engine = store.engine_from_url(args.db)
         store.create_schema(engine)
-        overrides = overrides_from(args, store.catalog_record(engine))
+        known = None if catalog_is_empty(engine) else store.catalog_record(engine)  # never initialised: data/'s
+        overrides = overrides_from(args, known)
     except (InvalidInput, UnknownId) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -112,18 +122,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.demo:
         return _demo(engine, args.data or load_settings().data_dir)
-    limit = args.max_mb * 2**20 if args.max_mb else None
+    try:
+        limit = (args.max_mb or load_settings().max_upload_mb) * 2**20  # the uploads' limit, after gunzip
+    except PerfledgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     failed = 0
     for path in args.files:
-        update, close = _progress(path)
+        shown = printable(str(path))  # the name in messages, progress, JSON and the store
         try:
-            outcome = ingest_path(engine, path, overrides, limit=limit, on_progress=update)
+            outcome = _ingest_file(engine, path, shown, overrides, limit)
         except PerfledgerError as exc:
             failed += 1
             print(str(exc), file=sys.stderr)
             continue
-        finally:
-            close()
         if args.json:
             print(json.dumps(outcome.as_json(), default=str))
         else:
@@ -135,6 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             counts = "; ".join(f"{n} {why}" for why, n in sorted((outcome.refused or {}).items()))
             print(f"{outcome.file_name}: rows refused: {counts}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overrides, limit: int) -> IngestOutcome:
+    """One file, refused at once unless it is a regular file (a FIFO would block, a device never end)."""
+    with open_regular(path, shown) as handle:
+        update, close = _progress(path, shown)
+        try:
+            return ingest_stream(engine, handle, shown, overrides, limit=limit, on_progress=update)
+        finally:
+            close()
 
 
 def _demo(engine: store.Engine, data_dir: Path) -> int:

@@ -14,25 +14,30 @@ from __future__ import annotations
 import gzip
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
+from ingest import hints as hint
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
+from ingest.hints import Hints
 from ingest.parsers.base import LogParser
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
-from ingest.summary import CatalogRows, RunSummary, resolve_config, summarize
+from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
 from ingest.text import clean_text, iter_text_chunks
 from perfledger import store
+from perfledger.calc.steady import SteadyRule
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, PreparedRun, RunConfig
+from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
 
 Progress = Callable[[int], None]
+Overrides = RunConfig | Hints
 NO_OVERRIDES = RunConfig()  # the log's own configuration, nothing overridden
 
 
@@ -48,6 +53,7 @@ class IngestOutcome:
     summary: RunSummary
     skipped_lines: int
     problems: tuple[str, ...] = ()
+    hints_changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # a stored run's update: (was, now)
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
 
@@ -58,9 +64,11 @@ class IngestOutcome:
 
     def as_json(self) -> dict[str, Any]:
         return {"file": self.file_name, "format": self.format.value, "run_id": self.run_id,
-                "created": self.created, "steps": self.steps, "skipped_lines": self.skipped_lines,
+                "created": self.created, "hints_changed": {k: list(v) for k, v in self.hints_changed.items()},
+                "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
+                "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json()} | (
                     {"imported": self.imported, "refused": self.refused or {}} if self.imported is not None else {})
 
@@ -68,7 +76,7 @@ class IngestOutcome:
 # ------------------------------------------------------------------------------------------- prepare
 
 
-def prepare(raw: BinaryIO | bytes, file_name: str, overrides: RunConfig = NO_OVERRIDES, *,
+def prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
             engine: store.Engine | None = None, limit: int | None = None,
             on_progress: Progress | None = None) -> PreparedRun:
     """Read, detect, parse and summarise one log: the run store.save_run writes. Close it (or use it in a `with`
@@ -77,22 +85,24 @@ def prepare(raw: BinaryIO | bytes, file_name: str, overrides: RunConfig = NO_OVE
     return _prepare(raw, file_name, overrides, engine, limit, on_progress)[0]
 
 
-def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: RunConfig, engine: store.Engine | None,
+def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine: store.Engine | None,
              limit: int | None, on_progress: Progress | None) -> tuple[PreparedRun, RunSummary]:
     limited = Limited(open_content(io.BytesIO(raw) if isinstance(raw, bytes) else raw, file_name), file_name, limit)
     stream, parser = _detected(limited, file_name)
     spool = StepSpool()
     try:
         parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None)
-        config = resolve_config(parsed.config.merged(overrides))
+        given = _hints(overrides)
+        config = resolve_config(hint.apply(parsed.config, given))
+        parsed = replace(parsed, warnings=parsed.warnings + given.warnings)
         summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config))
         prepared = PreparedRun(
             file_name=clean_text(Path(file_name).name),
             format=parser.format,
             content_sha256=limited.sha.hexdigest(),
             file_bytes=limited.count,
-            config=summary.config | {"format_meta": parsed.meta} if parsed.meta else summary.config,
-            summary=summary.steady_state_json() | {"reported": summary.reported, "why_missing": summary.why_missing},
+            config=_stored_config(summary, parsed.meta),
+            summary=_stored_summary(summary),
             steps=spool.step_files(),
             warnings=summary.warnings,
             results=summary.results,
@@ -105,6 +115,20 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: RunConfig, engine
         spool.close()
         raise
     return prepared, summary
+
+
+def _hints(overrides: Overrides) -> Hints:
+    return overrides if isinstance(overrides, Hints) else Hints(config=overrides)
+
+
+def _stored_config(summary: RunSummary, meta: dict[str, Any]) -> dict[str, Any]:
+    return summary.config | {"format_meta": meta} if meta else summary.config
+
+
+def _stored_summary(summary: RunSummary) -> dict[str, Any]:
+    """The run's summary JSON as stored: the steady state, the log's own figures beside ours, the launches."""
+    return summary.steady_state_json() | {"reported": summary.reported, "why_missing": summary.why_missing,
+                                          "launches": summary.launches_json()}
 
 
 def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
@@ -151,9 +175,25 @@ def _catalog_rows(engine: store.Engine | None, config: RunConfig) -> CatalogRows
         return CatalogRows()
     try:
         model, accelerator = store.catalog_rows(engine, config.model, config.accelerator)
+        if (model is None and config.model or accelerator is None and config.accelerator) \
+                and catalog_is_empty(engine):
+            return _bundled_catalog_rows(config)
     except PerfledgerError:
         return CatalogRows()
     return CatalogRows(model=model, accelerator=accelerator)
+
+
+def _bundled_catalog_rows(config: RunConfig) -> CatalogRows:
+    """The rows of the catalog bundled in data/, for a store that was never initialised."""
+    from perfledger.seed import load_seed
+    from perfledger.settings import load_settings
+
+    seed = load_seed(load_settings().data_dir)
+    model = next((dict(m) for m in seed.models if m["id"] == config.model), None)
+    accelerator = next((dict(a) for a in seed.accelerators if a["id"] == config.accelerator), None)
+    return CatalogRows(model=model, accelerator=accelerator,
+                       note="the store holds no catalog (run `python -m perfledger init`): the model and "
+                            "accelerator rows came from the catalog bundled in data/")
 
 
 def _meta_sources(meta: dict[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -168,7 +208,7 @@ def _meta_sources(meta: dict[str, Any]) -> tuple[dict[str, Any], ...]:
 # ------------------------------------------------------------------------------------------ shorthands
 
 
-def preview(raw: bytes, file_name: str, overrides: RunConfig = NO_OVERRIDES, *,
+def preview(raw: bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
             engine: store.Engine | None = None, limit: int | None = None) -> IngestOutcome:
     """Parse and summarise without storing; run_id names an existing run with the same bytes, if any."""
     prepared, summary = _prepare(raw, file_name, overrides, engine, limit, None)
@@ -177,17 +217,63 @@ def preview(raw: bytes, file_name: str, overrides: RunConfig = NO_OVERRIDES, *,
     return _outcome(prepared, summary, file_name, existing, created=False)
 
 
-def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides: RunConfig = NO_OVERRIDES, *,
+def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
                   limit: int | None = None, on_progress: Progress | None = None,
                   now: datetime | None = None) -> IngestOutcome:
-    """Prepare `raw` and store it as one run in one transaction (idempotent by content hash)."""
-    prepared, summary = _prepare(raw, file_name, overrides, engine, limit, on_progress)
+    """Prepare `raw` and store it as one run in one transaction (idempotent by content hash). Hints for bytes
+    already stored update that run from its stored steps instead (restate), without parsing the file."""
+    given = _hints(overrides)
+    if given.given and raw.seekable():
+        stored = store.find_run(engine, _content_sha256(raw, file_name, limit))
+        raw.seek(0)
+        if stored is not None:
+            return restate(engine, stored, given, file_name=file_name)
+    prepared, summary = _prepare(raw, file_name, given, engine, limit, on_progress)
     with prepared:
         saved = store.save_run(engine, prepared, ingested_at=now)
+    if not saved.created and prepared.steps.rows and prepared.format is not LogFormat.CLAIMS_CSV:
+        return restate(engine, saved.run_id, given, file_name=file_name)  # the stored run, these hints applied
     return _outcome(prepared, summary, file_name, saved.run_id, saved.created, saved)
 
 
-def ingest_path(engine: store.Engine, path: Path, overrides: RunConfig = NO_OVERRIDES, *, limit: int | None = None,
+def _content_sha256(raw: BinaryIO, file_name: str, limit: int | None) -> str:
+    """The content hash a run is stored under (of the decompressed bytes), read without parsing."""
+    try:
+        limited = Limited(open_content(raw, file_name), file_name, limit)
+        while limited.read(1 << 20):
+            pass
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ParseError(file_name, None, f"could not be read to the end: {exc}") from None
+    return limited.sha.hexdigest()
+
+
+def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_name: str | None = None) -> IngestOutcome:
+    """Apply hints to a stored run: its configuration, and its figures recomputed from its stored steps under the
+    stored steady-state rule (nothing parsed). The outcome's hints_changed says what changed ({} = nothing)."""
+    stored = store.run(engine, run_id)
+    if stored is None:
+        raise PerfledgerError(f"there is no run {run_id} to update")
+    given = _hints(overrides)
+    before = resolve_config(RunConfig(**{f.name: stored.config[f.name] for f in fields(RunConfig)
+                                         if f.name in stored.config}))
+    after = resolve_config(hint.apply(before, given))
+    changed = hint.changes(before, after)
+    parsed = ParseSummary(format=LogFormat(stored.format), config=after,
+                          warnings=parser_warnings(stored.warnings) + given.warnings)
+    rule_fields = {f.name for f in fields(SteadyRule)}
+    rule = SteadyRule(**{k: v for k, v in ((stored.summary or {}).get("rule") or {}).items() if k in rule_fields})
+    summary = summarize(parsed, after, store.steps(engine, run_id), _catalog_rows(engine, after), rule)
+    if changed:
+        meta = stored.config.get("format_meta") or {}
+        restate_run(engine, run_id, config=_stored_config(summary, meta), summary=_stored_summary(summary),
+                    warnings=summary.warnings,
+                    results=[r for r in summary.results if r.locator == "steady-state window"])
+    return IngestOutcome(file_name=file_name or stored.file_name, format=parsed.format, run_id=run_id,
+                         created=False, steps=stored.n_steps, summary=summary, skipped_lines=stored.skipped_lines,
+                         hints_changed=changed)
+
+
+def ingest_path(engine: store.Engine, path: Path, overrides: Overrides = NO_OVERRIDES, *, limit: int | None = None,
                 on_progress: Progress | None = None) -> IngestOutcome:
     try:
         handle = path.open("rb")
@@ -197,7 +283,7 @@ def ingest_path(engine: store.Engine, path: Path, overrides: RunConfig = NO_OVER
         return ingest_stream(engine, handle, str(path), overrides, limit=limit, on_progress=on_progress)
 
 
-def ingest_bytes(engine: store.Engine, raw: bytes, file_name: str, overrides: RunConfig = NO_OVERRIDES, *,
+def ingest_bytes(engine: store.Engine, raw: bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
                  limit: int | None = None) -> IngestOutcome:
     return ingest_stream(engine, io.BytesIO(raw), file_name, overrides, limit=limit)
 
@@ -217,4 +303,4 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
                          imported=saved.imported if saved else None, refused=refused)
 
 
-__all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview"]
+__all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

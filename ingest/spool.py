@@ -18,7 +18,7 @@ from perfledger.records import STEP_SCHEMA, StepFiles
 from perfledger.store.leftovers import spool_folder
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
-STEADY_COLUMNS = ("step", "step_time_s", "tokens")
+STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
 REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
 # The external sort's memory. The 1 GB MLPerf bench log (3.2 M steps, repeated step numbers) peaked at 293-299 MB
@@ -57,6 +57,8 @@ class StepSpool:
 
     def ordered(self) -> tuple[Path, ...]:
         """The files in step order (repeated steps in the log's order): as written, or sorted into one file."""
+        if self._sorted is not None:  # sorted by an earlier call (the summary's), which removed the files
+            return (self._sorted,)
         if self.in_step_order or not self._files:
             return tuple(self._files)
         if self._sorted is None:  # sorted out of core: in memory, the 1 GB MLPerf bench log peaked at 536 MB
@@ -72,7 +74,7 @@ class StepSpool:
         files = self.ordered()
         reported = [c for c in REPORTED_COLUMNS if c in self._reported]
         if not files:
-            return pl.LazyFrame(schema={c: pl.Float64 for c in STEADY_COLUMNS} | {"step": pl.Int64})
+            return pl.LazyFrame(schema={c: pl.Float64 for c in STEADY_COLUMNS} | {"step": pl.Int64, "launch": pl.Int64})
         return pl.scan_parquet(list(files)).select(*STEADY_COLUMNS, *reported)
 
     def step_files(self) -> StepFiles:

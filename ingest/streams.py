@@ -7,16 +7,19 @@ import gzip
 import hashlib
 import io
 import itertools
+import os
+import stat
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 import polars as pl
 
-from perfledger.errors import FileTooLarge
+from perfledger.errors import FileTooLarge, ParseError
 
 GZIP_MAGIC = b"\x1f\x8b"
 T = TypeVar("T")
@@ -47,6 +50,32 @@ class Limited(io.RawIOBase):
                                f"larger than the {self.limit // 2**20} MB limit once decompressed; nothing was stored")
         self.sha.update(memoryview(buffer)[:n])
         return int(n)
+
+
+def printable(name: str) -> str:
+    """A file name as it may be printed or stored: newlines, ANSI escapes and other control or invisible characters
+    (and bytes the file system could not decode) written as Python escapes (\\n, \\x1b, \\u202e, \\udcff)."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in name)
+
+
+def open_regular(path: Path, shown: str) -> BinaryIO:
+    """A regular file, opened for reading; anything else (a FIFO, a device, a directory, a socket) is refused at
+    once. Checked before opening (opening a FIFO blocks until a writer comes) and again on what was opened
+    (without blocking), should the path have changed in between."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ParseError(shown, None, "not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ParseError(shown, None, f"cannot be opened: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ParseError(shown, None, "not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def open_content(raw: BinaryIO, file_name: str) -> BinaryIO:

@@ -18,9 +18,22 @@ from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
-from perfledger.calc.steady import SteadyRule, SteadyState, steady_state, steady_state_of_ordered
+from perfledger.calc.conventions import conventions
+from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
+from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
+
+# The warnings summarize() adds (the others are the parser's): a run summarised again drops these first.
+SUMMARY_WARNINGS = ("not a steady state:", "mfu not computed:", "model_tflops_per_device not computed:",
+                    "tokens_per_s_per_device not computed:", "tokens/s per device is the median of the log's own",
+                    "the store holds no catalog")
+
+
+def parser_warnings(warnings: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A stored run's warnings less those its summary added."""
+    return tuple(w for w in warnings if not w.startswith(SUMMARY_WARNINGS))
+
 
 STEADY_KEYS = ("first_step", "last_step", "step_time_s_median", "tokens_per_s_per_device",
                "model_tflops_per_device", "mfu", "jitter_cv")
@@ -41,6 +54,11 @@ class RunSummary:
     reported: dict[str, Any]
     results: tuple[ResultRecord, ...] = ()
     sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
+    launch: int | None = None  # the launch summarised (the longest)
+
+    def launches_json(self) -> list[dict[str, Any]]:
+        return [span.as_dict() | {"summarised": span.launch == self.launch} for span in self.launches]
 
     def steady_state_json(self) -> dict[str, Any]:
         s = self.steady
@@ -56,6 +74,8 @@ class RunSummary:
             "warmup_steps": s.warmup_steps if s else None,
             "stalls": s.stalls if s else None,
             "steps_in_window": s.steps_in_window if s else 0,
+            "timed_steps": s.timed_steps if s else 0,
+            "not_steady": not_steady(s) if s else [],
             "tokens_per_s": s.tokens_per_s if s else None,
             "flops_per_token": self.flops_per_token,
             "flops_formula": self.flops_formula,
@@ -102,6 +122,7 @@ class CatalogRows:
 
     model: Mapping[str, Any] | None = None
     accelerator: Mapping[str, Any] | None = None
+    note: str | None = None  # where the rows came from, when not from the store
 
 
 NOTHING_KNOWN = CatalogRows()
@@ -129,9 +150,15 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
               known: CatalogRows = NOTHING_KNOWN, rule: SteadyRule = DEFAULT_RULE) -> RunSummary:
     """steps: a frame in any order, or a LazyFrame in step order (the pipeline's spool), which is read in
     streaming passes, so that memory does not grow with the number of steps."""
-    warnings = list(parsed.warnings)
+    warnings = list(parsed.warnings) + ([known.note] if known.note else [])
     why: dict[str, str] = {}
+    launches = _launches(steps)
+    launch = chosen_launch(list(launches)).launch if launches else None
+    if launch is not None:
+        steps = steps.filter(pl.col("launch").fill_null(1) == launch)
     steady = _steady(steps, rule, why)
+    if steady is not None and (flags := not_steady(steady)):
+        warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
     window = _window_medians(steps.lazy(), steady)
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
@@ -144,7 +171,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     mfu, peak = _mfu(tflops, acc_row, config, why)
     reported = _reported(window, tps_dev, tflops, mfu)
     if shape is not None and seq_len and tps_dev:
-        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev)
+        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
     for key, reason in why.items():
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
@@ -154,7 +181,16 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
+        launches=launches, launch=launch,
     )
+
+
+def _launches(steps: pl.DataFrame | pl.LazyFrame) -> tuple[LaunchSpan, ...]:
+    """Every launch of the file when its steps hold more than one (one cheap pass to find out), else none."""
+    if "launch" not in steps.collect_schema().names():
+        return ()
+    n = steps.lazy().select(pl.col("launch").fill_null(1).n_unique()).collect(engine="streaming").item()
+    return tuple(launch_table(steps.lazy())) if n > 1 else ()
 
 
 def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str, str]) -> SteadyState | None:
@@ -217,8 +253,9 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
         why["mfu"] = "needs model TFLOPS first"
         return None, None
     if acc_row is None:
-        why["mfu"] = "the accelerator is unknown (pass --accelerator)" if not config.accelerator else \
-            f"accelerator {config.accelerator!r} is not in the catalog"
+        named = config.accelerator or config.accelerator_as_printed
+        why["mfu"] = f"accelerator {named!r} is not in the catalog" if named else \
+            "the accelerator is unknown (pass --accelerator)"
         return None, None
     if not config.precision or config.precision == "unstated":
         why["mfu"] = "the precision is unknown (pass --precision)"
@@ -246,8 +283,11 @@ def _reported(window: dict[str, float | None], tps: float | None, tflops: float 
     return out
 
 
-def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float) -> None:
-    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs formula that matches it.
+def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float,
+                               precision: str | None) -> None:
+    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs convention that reproduces
+    it (perfledger.calc.conventions: the default, causal-halved attention, 6N, 6N + 12·L·s·h, the embedding
+    counted); `reported["conventions"]` lists what each gives.
 
     Frameworks changed their counting (Megatron-LM halved attention for the causal mask in 2025-03, NeMo in
     2025-08), so a difference is usually a convention, not a measurement error.
@@ -257,21 +297,24 @@ def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, s
     if diff is None or theirs is None or abs(diff) <= 0.02:
         return
     candidates = []
-    for name in fl.FORMULAS:
+    for c in conventions(precision):
+        if c.peak_precision is not None or c.name == "lora":  # a peak convention, or one for LoRA runs only
+            continue
         try:
-            ours = m.model_tflops(tps, fl.flops_per_token(shape, seq_len, name))
+            ours = m.model_tflops(tps, c.flops(shape, seq_len))
         except InvalidInput:
             continue
-        candidates.append((abs(ours - theirs) / theirs, name, ours))
+        candidates.append((abs(ours - theirs) / theirs, c.name, c.title, ours))
     if not candidates:
         return
-    gap, name, ours = min(candidates)
+    reported["conventions"] = {name: ours for _, name, _, ours in candidates}
+    gap, name, title, ours = min(candidates)
     if gap <= 0.02:
         reported["explained_by_formula"] = name
-        reported["explanation"] = (f"the log counts FLOPs as '{fl.FORMULA_TITLES[name]}': {ours:.1f} TFLOP/s under "
-                                   f"that formula, {gap:.1%} from the log's {theirs:g}")
+        reported["explanation"] = (f"the log counts FLOPs as '{title}': {ours:.1f} TFLOP/s under "
+                                   f"that convention, {gap:.1%} from the log's {theirs:g}")
     else:
-        reported["explanation"] = (f"no FLOPs formula reproduces the log's {theirs:g} TFLOP/s within 2% "
+        reported["explanation"] = (f"no FLOPs convention reproduces the log's {theirs:g} TFLOP/s within 2% "
                                    f"(closest: {name}, {ours:.1f}); check the architecture the log states")
 
 

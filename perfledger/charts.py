@@ -203,3 +203,56 @@ def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
         tooltip=[column, "result rows", "sources"])
     return _drawn(_labelled(bars, data.height, "result rows", ",d").properties(title=f"Stored result rows by {column}",
                                                                                height=alt.Step(24)))
+
+
+# ------------------------------------------------------------------------------- one run, and runs overlaid
+
+StepWindow = tuple[int, int] | None  # the steady window (first and last step), shaded on per-step charts
+_PRINTED = "as the log printed"
+_RECOMPUTED = "recomputed"
+
+
+def _window_band(window: StepWindow) -> alt.Chart:
+    first, last = window if window is not None else (0, 0)
+    band = pl.DataFrame({"first": [first], "last": [last], "window": ["steady window"]}).head(1 if window else 0)
+    shaded: alt.Chart = alt.Chart(band).mark_rect(opacity=0.12, color="#1f77b4").encode(
+        x="first:Q", x2="last:Q", tooltip=[alt.Tooltip("first:Q", title="steady from step"),
+                                           alt.Tooltip("last:Q", title="to step")])
+    return shaded
+
+
+def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, printed: str | None = None,
+                window: StepWindow = None, fmt: str = ",.4g") -> Drawn:
+    """One per-step figure against step: our recomputation, and (where stored) the figure as the log printed
+    it, the steady window shaded."""
+    series = [(value, _RECOMPUTED)] + ([(printed, _PRINTED)] if printed and printed in frame.columns
+                                       and frame[printed].fill_nan(None).count() else [])
+    names = [name for _, name in series]
+    long = pl.concat([envelope(frame.select("step", pl.col(c).fill_nan(None).alias("value")), "value").with_columns(
+        pl.lit(name).alias("figure")) for c, name in series])
+    drawn_title = _drawn_title(title, long.filter(pl.col("figure") == _RECOMPUTED), frame, value) \
+        if frame[value].count() else alt.TitleParams(title)
+    lines = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=12)).encode(
+        x=alt.X("step:Q", title="step"),
+        y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
+        color=alt.Color("figure:N", title=None, scale=alt.Scale(domain=names, range=["#1f77b4", "#ff7f0e"][:len(names)]),
+                        legend=alt.Legend(orient="bottom")),
+        strokeDash=alt.StrokeDash("figure:N", legend=None,
+                                  scale=alt.Scale(domain=names, range=[[1, 0], [4, 3]][:len(names)])),
+        tooltip=["step", "figure", alt.Tooltip("value:Q", format=fmt, title=y_title)],
+    )
+    return _drawn((_window_band(window) + lines).properties(title=drawn_title, height=220))
+
+
+def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *, fmt: str = ",.4g") -> Drawn:
+    """One figure for several runs on the same axes, one colour per run, against step or tokens seen."""
+    x_col, x_title = ("tokens_seen", "tokens seen") if x == "tokens" else ("step", "step")
+    columns = ["run", "step", value] + (["tokens_seen"] if x == "tokens" else [])
+    drawn = envelope(frame.select(columns).with_columns(pl.col(value).fill_nan(None)), value, by=("run",))
+    return _drawn(alt.Chart(drawn, title=alt.TitleParams(title, subtitle=f"{frame['run'].n_unique()} runs by {x_title}"))
+                  .mark_line(point=alt.OverlayMarkDef(size=10)).encode(
+        x=alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format="~s") if x == "tokens" else alt.Axis()),
+        y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
+        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", labelLimit=400, columns=1)),
+        tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)],
+    ).properties(height=240))

@@ -30,6 +30,7 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "reported_mfu": pl.Float64(),
     "reported_tokens_per_s_per_device": pl.Float64(),
     "memory_gb": pl.Float64(),
+    "launch": pl.Int64(),  # which launch of the file (null: the log holds one); see perfledger.calc.launches
 }
 
 

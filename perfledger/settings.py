@@ -34,7 +34,9 @@ SETTINGS = (
     Setting("db_url", DEFAULT_DB_URL, "SQLAlchemy URL of the store (DuckDB file by default, or postgresql+psycopg://...)"),
     Setting("read_only", False, "1 hides upload and delete and makes the store refuse writes (for a public link)"),
     Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token"),
-    Setting("max_upload_mb", 200, "largest log accepted, measured after gunzip"),
+    Setting("max_upload_mb", 200, "largest log accepted (upload and `python -m ingest`), measured after gunzip"),
+    Setting("ingest_timeout_s", 300, "an upload's parse (and then its store) is stopped after this many seconds"),
+    Setting("ingest_memory_mb", 2048, "address space an upload's worker process may map before it is stopped"),
     Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
     Setting("lock_wait_s", 10, "how long a connection retries a held DuckDB file before saying the store is busy"),
     Setting("native", True, "0 reads every log with the pure-Polars parsers, never building the compiled scanner"),
@@ -48,6 +50,8 @@ class Settings:
     read_only: bool
     upload_token: str | None
     max_upload_mb: int
+    ingest_timeout_s: int
+    ingest_memory_mb: int
     data_dir: Path
     lock_wait_s: int
     native: bool
@@ -69,6 +73,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         read_only=bool(values["read_only"]),
         upload_token=values["upload_token"] or None,  # type: ignore[arg-type]
         max_upload_mb=int(values["max_upload_mb"]),  # type: ignore[arg-type]
+        ingest_timeout_s=int(values["ingest_timeout_s"]),  # type: ignore[arg-type]
+        ingest_memory_mb=int(values["ingest_memory_mb"]),  # type: ignore[arg-type]
         data_dir=Path(str(values["data_dir"])),
         lock_wait_s=int(values["lock_wait_s"]),  # type: ignore[arg-type]
         native=bool(values["native"]),

@@ -141,5 +141,5 @@ def temporary_server(timeout_s: float = 30.0) -> Iterator[PgServer]:
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                           capture_output=True)
+                           capture_output=True, check=False)
         shutil.rmtree(root, ignore_errors=True)

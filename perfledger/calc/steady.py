@@ -1,10 +1,15 @@
 """Steady state of a training run: which steps count, and the throughput and jitter over them.
 
 The rule is explicit and stored with every derived figure:
-- warm-up: the first max(warmup_min_steps, ceil(warmup_fraction * n)) logged steps, at most half of them;
+- warm-up: the first max(warmup_min_steps, ceil(warmup_fraction * n)) logged steps, capped at half of them
+  (n // 2), so that a short run keeps its later half: 1000 steps drop 100, 20 drop 3, 4 drop 2, 1 drops none;
 - stall: after warm-up, a step slower than max(median * (1 + stall_min_excess),
-  median + stall_mads * 1.4826 * MAD) (eval, checkpoint, a straggler); counted, then excluded;
+  median + stall_mads * 1.4826 * MAD) (eval, checkpoint, a straggler); counted, then excluded; fewer than three
+  timed steps after warm-up are never called stalls;
 - steady window: the remaining steps. Throughput = tokens in the window / time in the window.
+- not a steady state (not_steady() says why, and the summary and the Runs page show it): fewer than
+  min_steady_steps (5) timed steps in the window, a window of one step, or no timed step left once warm-up and
+  stalls are dropped. The figures are still computed, over what there is, and flagged.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class SteadyRule:
     warmup_fraction: float = 0.1
     stall_mads: float = 5.0
     stall_min_excess: float = 0.25
+    min_steady_steps: int = 5  # fewer timed steps in the window: the figures are flagged as not a steady state
     first_step: int | None = None  # a window chosen by hand overrides the warm-up rule
     last_step: int | None = None
 
@@ -37,7 +43,8 @@ class SteadyRule:
         if self.first_step is not None or self.last_step is not None:
             window = f"steps {self.first_step or 'first'}..{self.last_step or 'last'} chosen by hand"
         else:
-            window = f"warm-up = first max({self.warmup_min_steps}, {self.warmup_fraction:.0%} of steps)"
+            window = (f"warm-up = first max({self.warmup_min_steps}, {self.warmup_fraction:.0%} of steps), "
+                      "at most half of them")
         return (
             f"{window}; stall = step time > max(median x {1 + self.stall_min_excess:g}, "
             f"median + {self.stall_mads:g} x 1.4826 x MAD)"
@@ -57,6 +64,7 @@ class SteadyState:
     jitter_p99_p50: float | None
     tokens_per_s: float | None  # aggregate over all devices
     rule: SteadyRule
+    timed_steps: int | None = None  # steps in the window with a step time (None: not counted)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -171,6 +179,7 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
         jitter_p99_p50=(p99 / median) if median and p99 is not None else None,
         tokens_per_s=_tokens_per_s(times, ordered["tokens"].filter(steady)),
         rule=rule,
+        timed_steps=times.len(),
     )
 
 
@@ -214,7 +223,28 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
         jitter_p99_p50=(p99 / median) if median and p99 is not None else None,
         tokens_per_s=totals["tokens"] / time if time > 0 else None,
         rule=rule,
+        timed_steps=int(totals["n_steady"]),
     )
+
+
+def not_steady(s: SteadyState) -> list[str]:
+    """Why the window is not a steady state (empty when it is): too few timed steps, one step, nothing left.
+
+    >>> import polars as pl
+    >>> not_steady(steady_state(pl.DataFrame({"step": [1, 2], "step_time_s": [3.0, 1.0], "tokens": [8.0, 8.0]})))
+    ['only 1 timed step after warm-up and stalls (fewer than 5)', 'the window is a single step']
+    """
+    timed = s.timed_steps if s.timed_steps is not None else s.steps_in_window
+    out = []
+    if timed == 0:
+        out.append(f"every timed step after warm-up is a stall ({s.stalls})" if s.stalls
+                   else "no step after warm-up has a step time")
+    elif timed < s.rule.min_steady_steps:
+        out.append(f"only {timed} timed step{'s' if timed != 1 else ''} after warm-up and stalls "
+                   f"(fewer than {s.rule.min_steady_steps})")
+    if s.steps_in_window == 1:
+        out.append("the window is a single step")
+    return out
 
 
 def _cv_of(rows: pl.LazyFrame, times: pl.Expr, n: int, mean: float | None) -> float | None:

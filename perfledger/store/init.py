@@ -11,12 +11,14 @@ from perfledger import schema
 from perfledger.records import InitReport
 from perfledger.store.catalog_table import add_alias_columns, fill_aliases
 from perfledger.store.engine import connection
+from perfledger.store.runs import add_missing_columns
 from perfledger.store.write import insert_missing, insert_results
 
 
 def create_schema(engine: Engine) -> None:
     with connection(engine, write=True) as conn:
         schema.metadata.create_all(conn)
+        add_missing_columns(conn)
         add_alias_columns(conn)
 
 

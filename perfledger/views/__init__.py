@@ -35,7 +35,16 @@ from perfledger.views.links import HEADLINES, link
 from perfledger.views.output import export, implausible_in, input_rows, render, rows_as_inputs
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
-from perfledger.views.runs import RunsView, config_diff, nearest_claims, run_steps, run_summary
+from perfledger.views.runs import (
+    RunsView,
+    config_diff,
+    launches,
+    nearest_claims,
+    not_steady,
+    printed_vs_recomputed,
+    run_steps,
+    run_summary,
+)
 from perfledger.views.scaling import ScalingView, rows_of_kind
 from perfledger.views.sources import SourcesView, source_row
 from perfledger.views.speedups import PRESET_LABELS, SPEEDUP_PRESETS, SpeedupView, caveat_list
@@ -89,13 +98,16 @@ __all__ = [
     "implausible_in",
     "input_rows",
     "is_empty",
+    "launches",
     "link",
     "links",
     "measured_row",
     "nearest_claims",
+    "not_steady",
     "overview",
     "page",
     "page_of",
+    "printed_vs_recomputed",
     "registry",
     "render",
     "rows_as_inputs",

@@ -1,4 +1,5 @@
-"""Runs: ingested logs, one run's steps labelled warm-up / steady / stall, two runs' configs compared."""
+"""Runs: ingested logs; one run explored (its configuration, per-step figures, steady window, the figures stored
+for a run without steps); several runs overlaid on the same axes with their configs compared."""
 
 from __future__ import annotations
 
@@ -13,23 +14,34 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics, steady
-from perfledger.errors import InvalidQuery
+from perfledger.errors import InvalidInput, InvalidQuery
+from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+
+X_AXES = ("step", "tokens")
 
 
 @dataclass(frozen=True)
 class RunsView:
     run: int = u.key("run", 0, low=0)
-    vs: int = u.key("vs", 0, low=0)
+    vs: tuple[str, ...] = u.key("vs", (), label="runs overlaid")
+    x: str = u.key("x", "step", choices=X_AXES)
     first: int = u.key("w0", -1, low=-1)
     last: int = u.key("w1", -1, low=-1)
     warmup_fraction: float = u.key("wf", 0.1, low=0.0, high=0.5)
+    launch: int = u.key("launch", 0, low=0)  # 0: the launch the run is summarised over (its longest)
     problems: tuple[str, ...] = u.problems_field()
 
+    def compared(self) -> tuple[int, ...]:
+        """The runs overlaid on this one (vs=2,5): whole numbers other than the run itself, each once."""
+        ids = (int(v) for v in self.vs if v.strip().isdigit())
+        return tuple(dict.fromkeys(i for i in ids if i and i != self.run))
+
     def describe(self) -> str:
-        if self.run and self.vs:
-            return f"Run {self.run} compared with run {self.vs}"
-        return f"Run {self.run}: steps and steady state" if self.run else "Ingested runs"
+        others = self.compared()
+        if self.run and others:
+            return f"Run {self.run} overlaid with run{'s' if len(others) > 1 else ''} {', '.join(map(str, others))}"
+        return f"Run {self.run}: configuration, steps and steady state" if self.run else "Ingested runs"
 
     def rule(self) -> steady.SteadyRule:
         return steady.SteadyRule(
@@ -40,7 +52,7 @@ class RunsView:
 
 
 def table(state: RunsView, engine: Engine) -> pl.DataFrame:
-    """The run list, or (with run=ID) the run's steps labelled warm-up / steady / stall."""
+    """The run list, or (with run=ID) the run's steps labelled warm-up / steady / stall with per-step figures."""
     if not state.run:
         return runs_list(store.runs(engine))
     return run_steps(state, engine, state.run)
@@ -54,31 +66,207 @@ def runs_list(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS)))
 
 
-def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
-    if store.run(engine, run_id) is None:
+def imported(row: RunRow) -> bool:
+    """Whether a stored run row is an import of published figures (listed on Sources, not as a run)."""
+    return row.format in IMPORT_FORMATS
+
+
+def unlisted_note(engine: Engine, run_id: int) -> str:
+    """What a run id missing from the run list is: an import of published figures (InvalidQuery when no such run)."""
+    row = stored_run(engine, run_id)
+    source = f" of source {row.source_id}" if row.source_id else ""
+    return (f"Item {row.id} ({row.file_name}) is an import of published figures{source}, not a run: the Sources "
+            "page lists it with its figures." if imported(row) else f"Run {row.id} is not in the run list.")
+
+
+def stored_run(engine: Engine, run_id: int) -> RunRow:
+    row = store.run(engine, run_id)
+    if row is None:
         raise InvalidQuery(f"there is no run {run_id}; the Runs page lists the ingested runs")
+    return row
+
+
+def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
+    row = stored_run(engine, run_id)
     frame = store.steps(engine, run_id)
-    return frame.with_columns(steady.label_steps(frame, state.rule()).alias("phase"))
+    launch = state.launch or summarised_launch(engine, run_id)
+    if launch is not None and frame["launch"].n_unique() > 1:
+        frame = frame.filter(pl.col("launch").fill_null(1) == launch)
+    labelled = frame.with_columns(steady.label_steps(frame, state.rule()).alias("phase"))
+    return with_step_figures(labelled, row)
 
 
-def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState:
-    """The steady state of a run's steps (the frame the page already holds: no second read)."""
-    return steady.steady_state(steps, state.rule())
+def summarised_launch(engine: Engine, run_id: int) -> int | None:
+    """The launch a run of several is summarised over (None for a run of one launch)."""
+    r = store.run(engine, run_id)
+    for span in ((r.summary or {}).get("launches") or []) if r else []:
+        if span.get("summarised"):
+            return int(span["launch"])
+    return None
 
 
-def config_diff(engine: Engine, a: int, b: int) -> pl.DataFrame:
-    """Config keys whose values differ between two runs (and the steady-state summary figures)."""
-    ra, rb = store.run(engine, a), store.run(engine, b)
-    if ra is None or rb is None:
-        raise InvalidQuery(f"there is no run {a if ra is None else b}; the Runs page lists the ingested runs")
-    left = {**{f"config.{k}": v for k, v in ra.config.items()},
-            **{f"summary.{k}": v for k, v in (ra.summary or {}).items()}}
-    right = {**{f"config.{k}": v for k, v in rb.config.items()},
-             **{f"summary.{k}": v for k, v in (rb.summary or {}).items()}}
-    rows = [{"key": k, f"run {a}": _text(left.get(k)), f"run {b}": _text(right.get(k)), "differs": left.get(k) != right.get(k)}
-            for k in sorted(set(left) | set(right))]
-    schema = {"key": pl.String(), f"run {a}": pl.String(), f"run {b}": pl.String(), "differs": pl.Boolean()}
-    return pl.DataFrame(rows, schema=schema)
+LAUNCH_SCHEMA = {"launch": pl.Int64(), "first_step": pl.Int64(), "last_step": pl.Int64(), "steps": pl.Int64(),
+                 "wall_time_s": pl.Float64(), "summarised": pl.Boolean()}
+
+
+def launches(engine: Engine, run_id: int) -> pl.DataFrame:
+    """Every launch of a run's file (empty for a file of one launch), as stored with its summary."""
+    r = store.run(engine, run_id)
+    rows = ((r.summary or {}).get("launches") or []) if r else []
+    return pl.DataFrame([{k: row.get(k) for k in LAUNCH_SCHEMA} for row in rows], schema=LAUNCH_SCHEMA)
+
+
+PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
+                   ("mfu", "fraction"))
+PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
+                  "relative_difference": pl.Float64(), "convention": pl.String()}
+
+
+def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
+    """The log's own figures (median over the steady window) beside the recomputed ones, with the relative
+    difference (recomputed - printed) / printed and the FLOPs convention that reproduces the printed TFLOP/s."""
+    r = store.run(engine, run_id)
+    summary = (r.summary or {}) if r else {}
+    reported = summary.get("reported") or {}
+    ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
+            "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
+    rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
+             "relative_difference": reported.get(f"diff_{name}"),
+             "convention": (reported.get("explanation") if name == "tflops_per_device" else None)}
+            for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
+    return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
+
+
+def not_steady(summary: steady.SteadyState) -> list[str]:
+    """Why the page's window is not a steady state (empty when it is)."""
+    return steady.not_steady(summary)
+
+
+# Per-step figures, recomputed as the run's summary computed its steady-state ones (columns of run_steps).
+STEP_FIGURES = ("tokens_seen", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
+
+
+def with_step_figures(steps: pl.DataFrame, row: RunRow) -> pl.DataFrame:
+    """`steps` with tokens seen so far and each step's tokens/s per device, model TFLOP/s per device and MFU:
+    tokens / step time / devices, x FLOPs per token (the run's summary) / 1e12, / the peak its MFU used
+    (model TFLOP/s over MFU of the summary). A figure whose input the run lacks stays empty."""
+    summary = row.summary or {}
+    devices = row.config.get("n_devices")
+    flops = summary.get("flops_per_token")
+    tflops, mfu = summary.get("model_tflops_per_device"), summary.get("mfu")
+    peak = tflops / mfu if tflops and mfu else None
+    tps = (pl.col("tokens") / pl.col("step_time_s") / devices) if devices else pl.lit(None, pl.Float64)
+    model_tflops = tps * flops / 1e12 if flops else pl.lit(None, pl.Float64)
+    return steps.with_columns(
+        pl.col("tokens").fill_null(0).cum_sum().cast(pl.Float64).alias("tokens_seen"),
+        tps.cast(pl.Float64).alias("tokens_per_s_per_device"),
+        model_tflops.cast(pl.Float64).alias("model_tflops_per_device"),
+        (model_tflops / peak if peak else pl.lit(None, pl.Float64)).cast(pl.Float64).alias("mfu"),
+    )
+
+
+def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState | None:
+    """The steady state of a run's steps (the frame the page already holds: no second read); None when the run
+    has no timed steps (an MLPerf result, a micro-benchmark, a summary file)."""
+    try:
+        return steady.steady_state(steps, state.rule())
+    except InvalidInput:
+        return None
+
+
+def steady_window(summary: steady.SteadyState | None) -> tuple[int, int] | None:
+    """The steady window's first and last step, shaded on the per-step charts; None without one."""
+    if summary is None or summary.first_step is None or summary.last_step is None:
+        return None
+    return summary.first_step, summary.last_step
+
+
+# The header of a run: (label, config keys joined) in reading order.
+HEADER = (("model", ("model",)), ("accelerator", ("accelerator",)), ("devices", ("n_devices",)),
+          ("parallelism", ("tp", "pp", "dp", "cp", "ep")), ("global / micro batch", ("global_batch", "micro_batch")),
+          ("precision", ("precision",)), ("seq len", ("seq_len",)), ("framework", ("framework", "framework_version")),
+          ("workload", ("workload",)))
+
+
+def run_header(row: RunRow) -> list[tuple[str, str]]:
+    """The run's configuration as (label, text) pairs; "—" where the log states nothing (and nobody supplied it)."""
+    return [(label, _joined(row.config, keys)) for label, keys in HEADER]
+
+
+def header_table(row: RunRow, escape: Callable[[str], str] = str) -> str:
+    """The run header as a one-row Markdown table (labels over values, each value passed through `escape`: the
+    values come from a log)."""
+    pairs = run_header(row)
+    return "\n".join(["| " + " | ".join(k for k, _ in pairs) + " |", "|" + "---|" * len(pairs),
+                      "| " + " | ".join(escape(v.replace("|", "/")) for _, v in pairs) + " |"])
+
+
+def _joined(config: dict[str, Any], keys: tuple[str, ...]) -> str:
+    if keys[0] == "tp":
+        parts = [f"{k.upper()} {config[k]}" for k in keys if config.get(k) is not None]
+        return " · ".join(parts) or "—"
+    if keys[0] in ("model", "accelerator") and config.get(keys[0]) is None:
+        printed = config.get(f"{keys[0]}_as_printed")
+        return f"{printed} (not in the catalog)" if printed else "—"
+    values = [config.get(k) for k in keys]
+    if all(v is None for v in values):
+        return "—"
+    text = [f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else ("—" if v is None else str(v)) for v in values]
+    return " / ".join(text) if keys[0] == "global_batch" else " ".join(t for t in text if t != "—")
+
+
+# Figures stored for a run, in the order a reader looks for them: time to train first.
+FIGURE_ORDER = ("time_to_train_s", "tokens_per_s", TOKEN_METRIC, "samples_per_s", TFLOPS_METRIC, "mfu",
+                "step_time_s", "matmul_tflops")
+FIGURE_LABELS = {"time_to_train_s": "time to train", "tokens_per_s": "tokens/s (all devices)",
+                 TOKEN_METRIC: "tokens/s per device", "samples_per_s": "samples/s", TFLOPS_METRIC: "model TFLOP/s/device",
+                 "mfu": "MFU", "step_time_s": "step time", "matmul_tflops": "matmul TFLOP/s"}
+
+
+def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
+    """The result rows a run produced (time to train first), each labelled with how it was obtained; for a run
+    that states its device count, tokens/s per device derived from its tokens/s is added and labelled so."""
+    rows = store.results(engine, run_id=row.id, columns=["metric", "value", "unit", "evidence", "precision",
+                                                         "n_devices", "note"])
+    devices = row.config.get("n_devices")
+    if devices and TOKEN_METRIC not in rows["metric"].to_list():
+        per_device = rows.filter(pl.col("metric") == "tokens_per_s").with_columns(
+            pl.lit(TOKEN_METRIC).alias("metric"), pl.col("value") / devices, pl.lit("tokens/s/device").alias("unit"),
+            pl.lit("derived").alias("evidence"), pl.lit(f"tokens/s (all devices) / {devices} devices").alias("note"))
+        rows = pl.concat([rows, per_device])
+    rank = {m: i for i, m in enumerate(FIGURE_ORDER)}
+    return rows.with_columns(
+        pl.col("metric").replace_strict(FIGURE_LABELS, default=pl.col("metric")).alias("figure"),
+        pl.col("metric").replace_strict(rank, default=len(rank)).alias("_rank"),
+    ).sort("_rank", maintain_order=True).select("figure", "value", "unit", "evidence", "precision", "n_devices", "note")
+
+
+def overlay_steps(state: RunsView, engine: Engine, main: pl.DataFrame) -> pl.DataFrame:
+    """The run's steps and those of each compared run stacked, each labelled "#ID file", for charts by step or
+    by tokens seen (each run's own steady rule is the default one unless it is the run shown)."""
+    frames = [main.with_columns(pl.lit(_label(stored_run(engine, state.run))).alias("run"))]
+    for other in state.compared():
+        steps = run_steps(RunsView(run=other), engine, other)
+        frames.append(steps.with_columns(pl.lit(_label(stored_run(engine, other))).alias("run")))
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _label(row: RunRow) -> str:
+    return f"#{row.id} {row.file_name}"
+
+
+def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
+    """Config keys (and steady-state summary figures) across runs, one column per run; `differs` marks the keys
+    whose values are not all the same."""
+    rows = [stored_run(engine, i) for i in run_ids]
+    flat = [{**{f"config.{k}": v for k, v in r.config.items()},
+             **{f"summary.{k}": v for k, v in (r.summary or {}).items()}} for r in rows]
+    keys = sorted(set().union(*flat)) if flat else []
+    columns = [f"run {i}" for i in run_ids]
+    data = [{"key": k, **{c: _text(f.get(k)) for c, f in zip(columns, flat, strict=True)},
+             "differs": len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flat}) > 1} for k in keys]
+    schema = {"key": pl.String(), **{c: pl.String() for c in columns}, "differs": pl.Boolean()}
+    return pl.DataFrame(data, schema=schema)
 
 
 def _text(v: Any) -> str | None:
@@ -97,4 +285,34 @@ def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:
         "id", "source_id", "n_devices", "precision", "framework", "metric", "value", "unit")
 
 
-FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, metrics.model_tflops)
+
+
+@dataclass(frozen=True)
+class StepChart:
+    """One per-step chart of the run explorer: the column drawn, its title and axis, the log's own column."""
+
+    column: str
+    title: str
+    axis: str
+    printed: str | None = None
+    fmt: str = ",.4g"
+
+
+STEP_CHARTS = (
+    StepChart("tokens_per_s_per_device", "Tokens/s per device", "tokens/s per device",
+              "reported_tokens_per_s_per_device", ",.0f"),
+    StepChart("model_tflops_per_device", "Model TFLOP/s per device", "TFLOP/s per device",
+              "reported_tflops_per_device", ",.1f"),
+    StepChart("mfu", "MFU", "MFU (fraction of dense peak)", "reported_mfu", ".1%"),
+    StepChart("loss", "Loss", "loss", None, ",.3f"),
+    StepChart("step_time_s", "Step time", "step time (s)", None, ",.3f"),
+)
+
+
+def drawable(steps: pl.DataFrame, chart: StepChart) -> bool:
+    """Whether the chart has anything to draw: our figure or the log's own one."""
+    columns = [c for c in (chart.column, chart.printed) if c and c in steps.columns]
+    return any(steps[c].fill_nan(None).count() for c in columns)
+
+
+FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, metrics.model_tflops, metrics.mfu)

@@ -6,7 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -20,7 +22,7 @@ MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 
 
 def cli(module: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", module, *args], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=120, env=os.environ | env)
 
 
@@ -28,14 +30,14 @@ def test_read_only_store_refuses_every_write_and_still_reads(seeded_store: Engin
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     before = store.counts(seeded_store)
     monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
-    writes = {
+    writes: dict[str, Callable[[], object]] = {
         "init": lambda: store.init_store(seeded_store, DATA_DIR),
         "ingest": lambda: ingest_path(seeded_store, MEGATRON),
         "add_results": lambda: store.add_results(seeded_store, []),
         "delete": lambda: store.delete_run(seeded_store, 1),
         "rebuild": lambda: store.rebuild_store(seeded_store, DATA_DIR),
     }
-    for name, write in writes.items():
+    for write in writes.values():
         with pytest.raises(ReadOnlyStore, match=r"is read-only here \(PERFLEDGER_READ_ONLY=1\)"):
             write()
     assert store.counts(seeded_store) == before and store.results(seeded_store).height == before["result"]
@@ -130,3 +132,40 @@ def test_delete_is_hidden_when_read_only(seeded_url: str, monkeypatch: pytest.Mo
     monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
     at = _run_page(monkeypatch, seeded_url, None, run_id)
     assert not at.exception and not [e for e in at.get("expandable") if "Delete" in str(e.label)]  # type: ignore[attr-defined]
+
+
+def test_each_wrong_token_doubles_the_wait_before_the_next_check_up_to_30_s() -> None:
+    from screens._upload import backoff_s
+
+    assert [backoff_s(n) for n in range(9)] == [0, 1, 2, 4, 8, 16, 30, 30, 30]
+    assert backoff_s(10**6) == 30
+
+
+def _errors(at: object) -> list[str]:
+    return [e.value for e in at.error]  # type: ignore[attr-defined]
+
+
+def test_wrong_tokens_are_slowed_down_and_a_right_one_resets_the_wait(seeded_url: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from screens import _upload
+
+    monkeypatch.setattr(_upload, "BACKOFF_FIRST_S", 0.5)
+    at: Any = _runs_page(monkeypatch, seeded_url, "s3cret-token")
+    box = at.text_input(key="ru_tok")
+    not_before = 0.0  # when the wait the last wrong token set ends
+    for n, typed in enumerate(["wrong-1", "wrong-2", "wrong-3"], start=1):
+        box.input(typed).run()
+        assert time.monotonic() >= not_before  # this try was checked only once the wait had passed
+        assert not at.exception and not _uploaders(at)
+        wait = 0.5 * 2 ** (n - 1)
+        assert _errors(at) == [f"Wrong upload token ({n} in a row); the next one is checked after {wait:g} s."]
+        not_before = at.session_state[_upload.TRIES]["until"]
+        assert not_before - time.monotonic() <= wait
+    at.run()  # a rerun with the same wrong token in the box is not another try
+    assert _errors(at) == ["Wrong upload token (3 in a row)."] and at.session_state[_upload.TRIES]["wrong"] == 3
+    box.input("s3cret-token").run()
+    assert time.monotonic() >= not_before and _uploaders(at) and not _errors(at)
+    box.input("wrong-4").run()
+    assert _errors(at) == ["Wrong upload token (1 in a row); the next one is checked after 0.5 s."]

@@ -1,5 +1,6 @@
 """Megatron run configuration: the argument dump, YAML config, command line and launcher lines a log prints,
-and the RunConfig fields they give. The last value stated wins; a launch whose steps are ignored sets nothing."""
+and the RunConfig fields they give. The last value stated wins; each launch in the file keeps its own, and the
+run's configuration is its longest launch's."""
 
 from __future__ import annotations
 
@@ -43,7 +44,6 @@ _KEYS = frozenset(_KEYS_TEXT)
 class _Launch(Enum):
     PENDING = "pending"  # config lines seen, no step yet: not decided whether this launch is kept
     KEPT = "kept"
-    IGNORED = "ignored"
 
 
 @dataclass
@@ -64,8 +64,11 @@ class _State:
     last_gbs: float | None = None
     step_deltas: dict[int, int] = field(default_factory=dict)
     duplicates: int = 0
-    ignored_steps: int = 0
-    ignored_launches: list[str] = field(default_factory=list)
+    launch_no: int = 1  # the launch the steps now read belong to (a restart of the step numbering starts one)
+    launch_rows: dict[int, int] = field(default_factory=dict)
+    launch_steps: dict[int, tuple[int, int]] = field(default_factory=dict)  # first and last step of each launch
+    launch_configs: dict[int, dict[str, str]] = field(default_factory=dict)  # of the launches before launch_no
+    restarts: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     skipped_iterations: int = 0
     nan_iterations: int = 0
@@ -140,8 +143,6 @@ class ConfigReader(LogParser):
         if key not in _KEYS:
             return
         s = self._s
-        if s.launch is _Launch.IGNORED:
-            return
         target = s.pending if s.launch is _Launch.PENDING and s.max_step is not None else s.config
         target[key] = value.strip().strip("'\"")
 

@@ -1,4 +1,4 @@
-"""A segment's iteration lines -> step rows: launches kept or ignored, cut-short lines dropped, repeated steps
+"""A segment's iteration lines -> step rows: launches numbered, cut-short lines dropped, repeated steps
 dropped, tokens and per-device throughput derived, with the tallies behind the warnings."""
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ class StepFramer(ConfigReader):
         s.steps_in_launch += found.step.len()
         if s.launch is _Launch.PENDING:
             self._decide_launch(int(found.step[0]), int(found.lineno[0]))
-        if s.launch is _Launch.IGNORED:
-            s.ignored_steps += found.step.len()
-            return empty_steps()
         cols = self._drop_truncated(found.cols, found.step, found.lineno)
         step = cols.pop("_step")
         cols.pop("_lineno")
@@ -46,9 +43,14 @@ class StepFramer(ConfigReader):
             s.launch = _Launch.KEPT
             for key, value in s.pending.items():
                 s.config[key] = value
-        else:
-            s.launch = _Launch.IGNORED
-            s.ignored_launches.append(f"line {lineno} (restarts at step {first})")
+        else:  # the numbering restarts: a launch of its own, with its own configuration and step counters
+            s.launch_configs[s.launch_no] = dict(s.config)
+            s.launch_no += 1
+            s.restarts.append(f"line {lineno} (step {first})")
+            s.config = s.config | s.pending
+            s.launch = _Launch.KEPT
+            s.max_step = s.last_step = None
+            s.last_consumed_tokens = s.last_consumed_samples = None
         s.pending = {}
 
     def _drop_truncated(self, cols: dict[str, pl.Series], step: pl.Series, lineno: pl.Series) -> dict[str, pl.Series]:
@@ -82,6 +84,9 @@ class StepFramer(ConfigReader):
         if s.first_step is None:
             s.first_step = int(step[0])
         s.rows += step.len()
+        s.launch_rows[s.launch_no] = s.launch_rows.get(s.launch_no, 0) + step.len()
+        first = s.launch_steps.get(s.launch_no, (int(step[0]), 0))[0]
+        s.launch_steps[s.launch_no] = (first, int(step[-1]))
         skipped = _counts(cols["skipped"])
         s.skipped_iterations += int(skipped.sum())
         s.rows_with_skips += int((skipped > 0).sum())
@@ -123,6 +128,7 @@ class StepFramer(ConfigReader):
             "reported_tflops_per_device": cols["tflops"].fill_null(cols["tflops_ds"]),
             "reported_tokens_per_s_per_device": per_device,
             "memory_gb": cols["mem_max"].fill_null(cols["mem"]),
+            "launch": pl.repeat(s.launch_no, step.len(), dtype=pl.Int64, eager=True),
         }, step.len())
         s.last_step = int(step[-1])
         s.last_consumed_tokens = _last(cols["consumed_tokens"], s.last_consumed_tokens)

@@ -9,9 +9,10 @@ Decisions a reader of the data should know:
   line of a step is kept; later ones are counted in a warning. Only the highest step seen is tracked, so a
   step number at or below it is a duplicate (memory does not grow with the file).
 - Several launches in one file (a new ``arguments`` dump or ``using world size`` after steps): a launch that
-  resumes above the highest step kept is kept; one whose numbering restarts is ignored, with a warning. Steps
-  go out chunk by chunk and cannot be taken back, so the *first* launch wins; keeping a later one would mix
-  runs of different world sizes in one step table.
+  resumes above the highest step so far continues the same launch (joined); one whose numbering restarts (a
+  smoke test before the main run, a restart from a checkpoint) is a launch of its own. Every launch's steps are
+  stored, numbered in the ``launch`` column; the run's configuration is its longest launch's
+  (perfledger.calc.launches.longest_launch), and the summary uses that launch.
 - Configuration: the last value stated wins (Megatron-Bridge dumps its default recipe, then the override).
 - ``tokens`` per step: ``consumed tokens`` deltas when printed, else global batch x sequence length
   (``actual seqlen`` on the line, else ``seq_length`` from the config).
@@ -34,6 +35,7 @@ from ingest.parsers.megatron.config import _Launch, _State
 from ingest.parsers.megatron.frame import StepFramer
 from ingest.parsers.megatron.scan import _scanned_segments, _Segment, _segments
 from ingest.text import TextChunk
+from perfledger.calc.launches import longest_launch
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, empty_steps
 from perfledger.vocabulary import LogFormat
@@ -119,6 +121,8 @@ class MegatronParser(StepFramer):
         s = self._s
         if not s.rows:
             raise ParseError(self.file_name, None, self._why_no_steps())
+        if (chosen := longest_launch(s.launch_rows)) != s.launch_no:
+            s.config = s.launch_configs[chosen]  # the configuration of the launch the run is summarised over
         return ParseSummary(
             format=self.format,
             config=run_config(self._config_fields()),
@@ -141,10 +145,12 @@ class MegatronParser(StepFramer):
         if s.duplicates:
             out.append(f"{s.duplicates} iteration lines repeated a step already read (several ranks printing, "
                        "or a logger printing twice); the first line of each step was kept")
-        if s.ignored_launches:
-            out.append(f"{s.launches} launches in one file; kept the first (steps {s.first_step}-{s.max_step}); "
-                       f"ignored {s.ignored_steps} iteration lines of later launches whose step numbering "
-                       f"restarted at {', '.join(s.ignored_launches)}; split the file to ingest those")
+        if s.restarts:
+            chosen = longest_launch(s.launch_rows)
+            spans = ", ".join(f"{n}: steps {a}-{b} ({s.launch_rows[n]} rows)" for n, (a, b) in s.launch_steps.items())
+            out.append(f"{len(s.launch_rows)} launches in one file (step numbering restarted at "
+                       f"{', '.join(s.restarts)}): {spans}; every launch is stored, the summary uses launch "
+                       f"{chosen}, the longest")
         if s.resumed:
             out.append(f"the run was relaunched and resumed at {', '.join(s.resumed)}; steps kept as one run")
         if s.skipped_iterations:
@@ -173,6 +179,8 @@ class MegatronParser(StepFramer):
             meta["deepspeed_version"] = s.ds_version
         if s.launches > 1:
             meta["launches"] = s.launches
+        if len(s.launch_rows) > 1:
+            meta["launch_summarised"] = longest_launch(s.launch_rows)
         return meta
 
 

@@ -1,0 +1,77 @@
+"""The Runs page as a run explorer in Chromium: the configuration header, the per-step charts, two runs overlaid."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ingest import pipeline
+from perfledger import store
+from perfledger.records import RunConfig
+from tests.browser.conftest import (
+    LOGS,
+    Server,
+    assert_no_exception,
+    open_app,
+    screenshot,
+    settle,
+    start_server,
+    stop_server,
+)
+
+pytestmark = pytest.mark.browser
+CHART = '[data-testid="stVegaLiteChart"]'
+
+
+TWO_RUNS = ("gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log", "gcp_a4_b200_qwen3_30b_16gpu_nemo2504.log")
+
+
+@pytest.fixture(scope="module")
+def runs_server(tmp_path_factory: pytest.TempPathFactory, seeded_template: Path) -> Iterator[tuple[Server, list[int]]]:
+    """A server on the seeded store with two NeMo runs ingested (their ids)."""
+    template = tmp_path_factory.mktemp("runs-template") / "perfledger.duckdb"
+    shutil.copy(seeded_template, template)
+    engine = store.engine_from_url(f"duckdb:///{template}")
+    ids = []
+    for name in TWO_RUNS:
+        with pipeline.prepare((LOGS / name).read_bytes(), name, RunConfig(), engine=engine, limit=2**30) as prepared:
+            ids.append(store.save_run(engine, prepared).run_id)
+    engine.dispose()
+    proc, srv = start_server(tmp_path_factory.mktemp("runs-server"), template)
+    yield srv, ids
+    stop_server(proc)
+
+
+def test_a_run_page_shows_its_configuration_and_per_step_charts(runs_server: tuple[Server, list[int]],
+                                                                page: Page) -> None:
+    server, (run, _) = runs_server
+    open_app(page, server, f"/runs?run={run}")
+    header = page.locator("table").filter(has_text="accelerator").first
+    expect(header).to_contain_text("parallelism")
+    expect(header).to_contain_text("global / micro batch")
+    expect(page.locator(CHART).first).to_be_visible()
+    expect(header).to_contain_text("b200")
+    assert page.locator(CHART).count() >= 4  # step time, tokens/s per device, TFLOP/s, loss
+    assert_no_exception(page)
+    screenshot(page, "runs-explorer-one-run")
+
+
+def test_two_runs_overlay_on_the_same_axes_and_the_link_keeps_them(runs_server: tuple[Server, list[int]],
+                                                                   page: Page) -> None:
+    server, (first, second) = runs_server
+    open_app(page, server, f"/runs?run={first}&vs={second}&x=tokens")
+    expect(page.get_by_text(f"Run {first} overlaid with run {second}").first).to_be_visible()
+    expect(page.get_by_text("Config diff")).to_be_visible()
+    assert "vs=" in page.url and "x=tokens" in page.url
+    expect(page.locator(CHART).nth(7)).to_be_visible()  # the run's own charts and the overlaid ones
+    assert_no_exception(page)
+    screenshot(page, "runs-explorer-overlay-by-tokens")
+    page.locator('[data-testid="stButtonGroup"] button').filter(has_text="step").first.click()
+    page.wait_for_url(lambda url: "x=tokens" not in url)  # the rerun that writes the URL may start late on a busy host
+    settle(page)
+    assert f"vs={second}" in page.url
+    assert_no_exception(page)

@@ -1,0 +1,64 @@
+"""The upload worker: a child process per step, stopped at its time or memory limit with one sentence."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ingest import worker
+from perfledger.errors import PerfledgerError
+from perfledger.store import leftovers
+from tests.conftest import LOGS
+
+MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
+NO_STORE = "duckdb:///:memory:"
+
+
+def test_a_worker_past_its_time_limit_is_killed_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-c", "import time; time.sleep(60)"))
+    started = time.monotonic()
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(0.5, 2048))
+    with pytest.raises(worker.IngestStopped, match=r"^the upload took longer than 0.5 s to read and was stopped; "
+                                                   r"nothing was stored$"):
+        worker.prepared_from(worker.wait(job))
+    assert time.monotonic() - started < 5
+    assert job.proc.returncode is not None and job.proc.returncode < 0  # killed, not waited out
+    assert not job.folder.exists()
+
+
+def test_a_worker_past_its_memory_limit_is_stopped_and_says_so() -> None:
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 64))
+    with pytest.raises(worker.IngestStopped, match=r"^the upload needed more than 64 MB of memory to read and was "
+                                                   r"stopped; nothing was stored$"):
+        worker.prepared_from(worker.wait(job))
+    assert not job.folder.exists()
+
+
+def test_a_log_the_parser_refuses_comes_back_as_its_sentence() -> None:
+    job = worker.start_prepare(bytes(range(256)) * 16, "garbage.bin", NO_STORE, None, worker.Limits(120, 2048))
+    with pytest.raises(PerfledgerError, match=r"^garbage\.bin: .*not a log format"):
+        worker.prepared_from(worker.wait(job))
+    assert not job.folder.exists()
+
+
+def test_a_prepared_run_keeps_its_steps_in_its_folder_until_closed() -> None:
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 2048))
+    prepared = worker.prepared_from(worker.wait(job))
+    files = prepared.run.steps.files
+    assert prepared.run.steps.rows > 0 and files and all(Path(f).parent == prepared.folder / "steps" for f in files)
+    assert not (prepared.folder / "upload").exists()  # the uploaded bytes go once parsed
+    assert leftovers.remove_dead_spools(prepared.folder.parent) == [] and prepared.folder.exists()  # ours lives
+    prepared.run.close()
+    assert not prepared.folder.exists()
+
+
+def test_the_folder_of_a_server_that_died_is_removed_by_the_next_writer(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True,
+                          text=True)
+    left = tmp_path / f"{worker.FOLDER_PREFIX}{int(dead.stdout)}-abc"
+    (left / "steps").mkdir(parents=True)
+    assert leftovers.remove_dead_spools(tmp_path) == [left] and not left.exists()

@@ -1,0 +1,42 @@
+"""The Runs page's upload through its worker process: a limit hit is one sentence on the page, nothing stored."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import Engine
+from streamlit.testing.v1 import AppTest
+
+from ingest import worker
+from perfledger import store
+from tests.conftest import LOGS
+
+MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
+
+
+def test_an_upload_past_the_time_limit_is_stopped_and_the_page_says_so(
+        seeded_engine: Engine, open_page: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLEDGER_INGEST_TIMEOUT_S", "1")
+    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-c", "import time; time.sleep(60)"))
+    before = store.counts(seeded_engine)
+    at = open_page("runs")
+    at.file_uploader(key="ru_file").set_value((MEGATRON.name, MEGATRON.read_bytes(), "text/plain")).run()
+    assert not at.exception
+    said = "the upload took longer than 1 s to read and was stopped; nothing was stored"
+    assert [e.value for e in at.error] == [said]
+    assert not at.button and store.counts(seeded_engine) == before
+
+
+def test_an_upload_is_previewed_and_stored_through_the_worker(seeded_engine: Engine,
+                                                              open_page: Callable[..., AppTest]) -> None:
+    at = open_page("runs")
+    at.file_uploader(key="ru_file").set_value((MEGATRON.name, MEGATRON.read_bytes(), "text/plain")).run()
+    assert not at.exception and not at.error
+    assert any("megatron" in m.value for m in at.markdown)
+    at.button(key="ru_commit").click().run()
+    assert not at.exception
+    run_id = int(at.query_params["run"][0] if isinstance(at.query_params["run"], list) else at.query_params["run"])
+    row = store.run(seeded_engine, run_id)
+    assert row is not None and row.file_name == MEGATRON.name
