@@ -87,7 +87,7 @@ def test_a_duckdb_writer_killed_while_saving_a_big_run_leaves_all_of_it_or_nothi
     runs, steps, orphan_steps, orphan_results = _raw_counts(db)
     assert (orphan_steps, orphan_results) == (0, 0)
     assert (runs, steps) in {(0, 0), (1, BIG_RUN_STEPS)}
-    assert spool.exists() == killed  # a killed process cannot remove it; the next write does
+    assert killed or not spool.exists()  # a process that ends removes it; one killed may have (its save done) or not
     store.create_schema(store.engine_from_url(f"duckdb:///{db}"))
     assert not spool.exists()
 
