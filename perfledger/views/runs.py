@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics, steady
+from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
@@ -143,26 +144,15 @@ def not_steady(summary: steady.SteadyState) -> list[str]:
 
 
 # Per-step figures, recomputed as the run's summary computed its steady-state ones (columns of run_steps).
-STEP_FIGURES = ("tokens_seen", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
+STEP_FIGURES = steps_calc.STEP_FIGURES
 
 
 def with_step_figures(steps: pl.DataFrame, row: RunRow) -> pl.DataFrame:
-    """`steps` with tokens seen so far and each step's tokens/s per device, model TFLOP/s per device and MFU:
-    tokens / step time / devices, x FLOPs per token (the run's summary) / 1e12, / the peak its MFU used
-    (model TFLOP/s over MFU of the summary). A figure whose input the run lacks stays empty."""
+    """`steps` with the per-step figures of perfledger.calc.steps, from the run's devices, its summary's FLOPs
+    per token and the peak its MFU used."""
     summary = row.summary or {}
-    devices = row.config.get("n_devices")
-    flops = summary.get("flops_per_token")
-    tflops, mfu = summary.get("model_tflops_per_device"), summary.get("mfu")
-    peak = tflops / mfu if tflops and mfu else None
-    tps = (pl.col("tokens") / pl.col("step_time_s") / devices) if devices else pl.lit(None, pl.Float64)
-    model_tflops = tps * flops / 1e12 if flops else pl.lit(None, pl.Float64)
-    return steps.with_columns(
-        pl.col("tokens").fill_null(0).cum_sum().cast(pl.Float64).alias("tokens_seen"),
-        tps.cast(pl.Float64).alias("tokens_per_s_per_device"),
-        model_tflops.cast(pl.Float64).alias("model_tflops_per_device"),
-        (model_tflops / peak if peak else pl.lit(None, pl.Float64)).cast(pl.Float64).alias("mfu"),
-    )
+    return steps_calc.step_figures(steps, row.config.get("n_devices"), summary.get("flops_per_token"),
+                                   steps_calc.peak_of(summary.get("model_tflops_per_device"), summary.get("mfu")))
 
 
 def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState | None:
@@ -315,4 +305,5 @@ def drawable(steps: pl.DataFrame, chart: StepChart) -> bool:
     return any(steps[c].fill_nan(None).count() for c in columns)
 
 
-FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, metrics.model_tflops, metrics.mfu)
+FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, steps_calc.step_figures, metrics.model_tflops,
+                                            metrics.mfu)
