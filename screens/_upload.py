@@ -26,6 +26,7 @@ from perfledger.errors import PerfledgerError
 from perfledger.records import PreparedRun, SaveResult
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
+from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
 from screens import _ui
 
 # Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
@@ -220,6 +221,9 @@ def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -
     row = store.run(db, run_id)
     if row is None:
         return
+    if row.format in IMPORTS:
+        st.info(f"These bytes are already stored as import {run_id} (the Sources page lists its figures).")
+        return
     st.info(f"These bytes are already stored as run {run_id}; the form below updates its annotations and its "
             "figures from its stored steps.")
     first = up.stated(row.config)
@@ -274,13 +278,20 @@ def upload_panel(page: Page[Any]) -> None:
         if existing is not None:
             restate_panel(page, db, existing, digest)
             return
+        if pre.format in IMPORTS:  # published figures, each row with its own model and accelerator
+            store_button(page, db, digest)
+            return
         stated = _held_for(st.session_state, STATED, digest) or up.Choices()
         picked = hint_form(page, db, stated, digest, "Apply to the preview")
         if picked is not None and up.overrides(stated, picked) != chosen:
             st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
             st.rerun()
-        if st.button("Store this run", type="primary", key=_ui.key(page, "commit")):
-            store_panel(db, digest)
+        store_button(page, db, digest)
+
+
+def store_button(page: Page[Any], db: store.Engine, digest: str) -> None:
+    if st.button("Store this run", type="primary", key=_ui.key(page, "commit")):
+        store_panel(db, digest)
 
 
 def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choices | None:

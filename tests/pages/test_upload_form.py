@@ -106,3 +106,13 @@ def test_submitting_the_stored_values_again_changes_nothing_and_says_so(
     at = _submit(_uploaded(open_page), f"Update run {stored.run_id}")
     assert [s.value.replace("\\", "") for s in at.success] == [
         f"Run {stored.run_id}: nothing changed: the run already states these values."]
+
+
+def test_a_claims_file_has_no_form_its_rows_name_their_own_model_and_accelerator(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    claims = LOGS / "claims_example.csv"
+    at = open_page("runs")
+    at.file_uploader(key="ru_file").set_value((claims.name, claims.read_bytes(), "text/csv")).run()
+    assert not at.exception and not at.error
+    assert not [w for w in at.selectbox if w.label.startswith("Model")]
+    assert [b.label for b in at.button] == ["Store this run"]
