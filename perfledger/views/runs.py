@@ -18,6 +18,7 @@ from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views.upload import for_the_form
 
 X_AXES = ("step", "tokens")
 
@@ -260,7 +261,9 @@ def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
 
 
 def _text(v: Any) -> str | None:
-    return None if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+    """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
+    read as the upload form's selectors."""
+    return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 
 def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:

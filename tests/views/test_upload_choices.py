@@ -3,7 +3,14 @@ said once, and the command line's flag advice read as the form's selectors."""
 
 from __future__ import annotations
 
+from sqlalchemy import Engine
+
+from ingest import pipeline
 from perfledger.views import upload as up
+from perfledger.views.runs import config_diff
+from tests.conftest import LOGS
+
+MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 
 
 def test_the_form_starts_from_the_catalog_ids_else_the_names_as_printed() -> None:
@@ -41,3 +48,12 @@ def test_command_line_flags_read_as_the_forms_selectors() -> None:
     assert up.for_the_form("mfu not computed: the precision is unknown (pass --precision)").endswith(
         "(choose the precision in the upload form)")
     assert "--" not in up.for_the_form("ingest with --accelerator ID to set it")
+
+
+def test_the_config_diff_of_stored_runs_reads_no_command_line_flags(store_engine: Engine) -> None:
+    one = pipeline.ingest_bytes(store_engine, MEGATRON.read_bytes(), MEGATRON.name)  # states no accelerator
+    two = pipeline.ingest_bytes(store_engine, MEGATRON.read_bytes() + b"\n", MEGATRON.name)
+    assert one.run_id is not None and two.run_id is not None
+    diff = config_diff(store_engine, one.run_id, two.run_id)
+    shown = " ".join(v for column in diff.columns[1:-1] for v in diff[column].drop_nulls().to_list())
+    assert "choose the accelerator in the upload form" in shown and "pass --" not in shown
