@@ -59,9 +59,12 @@ def hints(model: str | None = None, accelerator: str | None = None, devices: int
 
 def hints_for(engine: store.Engine, model: str | None = None, accelerator: str | None = None,
               devices: int | None = None, precision: str | None = None, seq_len: int | None = None) -> Hints:
-    """hints() with names resolved against the store's catalog (the bundled one for a store never initialised)."""
+    """hints() with names resolved against the store's catalog (the bundled one for a store never initialised);
+    with no name given, the store is not read."""
     from perfledger.store.runs import catalog_is_empty
 
+    if not model and not accelerator:
+        return hints(devices=devices, precision=precision, seq_len=seq_len)
     known = None if catalog_is_empty(engine) else store.catalog_record(engine)
     return hints(model=model, accelerator=accelerator, devices=devices, precision=precision, seq_len=seq_len,
                  known=known)
