@@ -81,18 +81,18 @@ else:
         if frame.height:
             st.markdown(f"**{title}**")
             _ui.show_table(frame, key=f"runs_{len(title)}")
-    st.altair_chart(charts.step_times(steps), width="stretch")
+    _ui.chart(charts.step_times(steps), state, "step-time")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
-        grid[i % 2].altair_chart(charts.step_figure(steps, ch.column, ch.title, ch.axis, printed=ch.printed,
-                                                    window=rv.steady_window(summary), fmt=ch.fmt), width="stretch")
+        _ui.chart(charts.step_figure(steps, ch.column, ch.title, ch.axis, printed=ch.printed,
+                                     window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
 if state.compared():
     both = rv.overlay_steps(state, db, steps)
     st.markdown(f"**{state.describe()}**, by {state.x}")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS if rv.drawable(both, c)):
-        grid[i % 2].altair_chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt),
-                                 width="stretch")
+        _ui.chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state, f"overlay-{ch.column}",
+                  where=grid[i % 2])
     st.markdown("**Config diff**")
     _ui.show_table(views.config_diff(db, state.run, *state.compared()), key="runs_diff")
 if summary is not None and figures.height:
