@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
@@ -170,7 +170,7 @@ def show_formula(page: Page[Any], inputs: pl.DataFrame | None = None, note: str 
             st.caption(note)
         if inputs is not None:
             st.caption(f"Input rows ({inputs.height}):")
-            st.dataframe(inputs, hide_index=True, width="stretch")
+            st.dataframe(inputs, hide_index=True, width="stretch", placeholder=MISSING)
 
 
 def download(state: Any, table: pl.DataFrame) -> None:
@@ -227,10 +227,14 @@ LABELS = {
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 
 
+MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
+
+
 def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
-               first: Sequence[str] = ()) -> None:
+               first: Sequence[str] = (), widths: Mapping[str, str | int] | None = None) -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
-    stored column names shown under readable labels, the `first` columns leftmost (the CSV keeps its order)."""
+    stored column names shown under readable labels, empty cells as MISSING, the `first` columns leftmost and
+    the `widths` (px, or "small", "medium", "large") fixed, so what matters fits the screen (the CSV keeps its order)."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
                for name, fmt in (formats or {}).items() if name in frame.columns}
@@ -245,11 +249,13 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
             frame = frame.with_columns(pl.when(web.is_null()).then(pl.col("url")).alias("url (not a web link)"))
         frame = frame.with_columns(web)
         config["url"] = st.column_config.LinkColumn("url")
-    text = [c for c, t in frame.schema.items() if t == pl.String and c not in ("source", "source_id", "url")]
-    frame = frame.with_columns(pl.col(text).fill_null("—"))  # the screen reads "—", the CSV keeps blanks
+    for name, width in (widths or {}).items():
+        if name in frame.columns:
+            config.setdefault(name, st.column_config.Column(LABELS.get(name, name)))["width"] = width
     order = [c for c in first if c in frame.columns] if first else []
     order += [c for c in frame.columns if c not in order] if order else []
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None)
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
+                 placeholder=MISSING)
 
 
 def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str,

@@ -15,6 +15,7 @@ from screens._upload import upload_panel
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
            "step_time_s_median": "%.3f", "value": "%,.6g"}
+SHOWN_FIRST = ("id", "file_name", "tokens_per_s_per_device", "mfu", "model_tflops_per_device")  # the run, its figures
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Runs")
@@ -29,7 +30,7 @@ if runs.height == 0:
 
 if not state.run:
     _ui.describe(state)
-    _ui.show_table(runs, FORMATS, key="runs_table")
+    _ui.show_table(runs, FORMATS, key="runs_table", first=SHOWN_FIRST)
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
         _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
