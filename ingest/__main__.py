@@ -100,6 +100,8 @@ def _print_text(o: IngestOutcome) -> None:
         print(f"  warning: {w}")
     if o.imported is not None:
         print(f"  claims: {o.imported}")
+    for u in o.unlinked:
+        print(f"  warning: {u.warning()}")
     if o.skipped_lines:
         print(f"  {o.skipped_lines} lines skipped; first: {o.problems[0] if o.problems else '-'}")
 

@@ -31,6 +31,7 @@ from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_con
 from ingest.text import clean_text, iter_text_chunks
 from perfledger import store
 from perfledger.calc.steady import SteadyRule
+from perfledger.catalog.link import UnlinkedName
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, PreparedRun, RunConfig
 from perfledger.store.runs import catalog_is_empty, restate_run
@@ -56,6 +57,7 @@ class IngestOutcome:
     hints_changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # a stored run's update: (was, now)
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+    unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
 
     @property
     def rows_refused(self) -> bool:
@@ -70,7 +72,8 @@ class IngestOutcome:
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json()} | (
-                    {"imported": self.imported, "refused": self.refused or {}} if self.imported is not None else {})
+                    {"imported": self.imported, "refused": self.refused or {},
+                     "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
 
 # ------------------------------------------------------------------------------------------- prepare
@@ -300,7 +303,8 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
                          problems=prepared.problems + (saved.refused if saved else ()),
-                         imported=saved.imported if saved else None, refused=refused)
+                         imported=saved.imported if saved else None, refused=refused,
+                         unlinked=saved.unlinked if saved else ())
 
 
 __all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

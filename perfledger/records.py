@@ -10,11 +10,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import polars as pl
 
 from perfledger.vocabulary import LogFormat
+
+if TYPE_CHECKING:
+    from perfledger.catalog.link import UnlinkedName
 
 # One row per logged optimizer step. `tokens` and `samples` are per step over all devices;
 # reported_* are what the log itself printed (per device), kept beside our recomputation.
@@ -155,6 +158,7 @@ class SaveResult:
     created: bool
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: tuple[str, ...] = ()  # a claims file: "FILE:LINE: reason" for each row the store refused
+    unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its rows leave unlinked
 
 
 @dataclass(frozen=True, slots=True)
