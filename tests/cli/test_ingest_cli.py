@@ -96,3 +96,19 @@ def test_a_claims_table_with_unknown_names_prints_one_warning_per_name_and_lists
     assert again["imported"] == f"0 added, 0 updated, {rows * 4} unchanged"
     assert {u["name"]: u["rows"] for u in again["unlinked"]}["70b"] == 36
     assert again["unlinked"][0]["nearest"][0].startswith("mpt-")
+
+
+def test_problems_past_the_listed_ones_are_counted_by_kind_in_text_and_json(tmp_path: Path) -> None:
+    from tests.ingest.parsers.test_problems_left_out import KILLED, with_cut_lines
+
+    raw, _ = with_cut_lines()
+    log = tmp_path / KILLED.name
+    log.write_bytes(raw)
+    out = ingest(str(log), "--db", f"duckdb:///{tmp_path / 's.duckdb'}", "--json")
+    assert out.returncode == 0, out.stderr
+    stored = json.loads(out.stdout)
+    left = stored["problems_left_out"]["cut line"]
+    assert len(stored["problems"]) == 200 and stored["skipped_lines"] >= 200 + left
+    assert stored["problems_more"] == f"... and {left:,} more: {left:,} cut line"
+    text = ingest(str(log), "--db", f"duckdb:///{tmp_path / 't.duckdb'}")
+    assert f"  200 problems listed (--json lists them) ... and {left:,} more: {left:,} cut line" in text.stdout
