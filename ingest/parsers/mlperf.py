@@ -19,16 +19,16 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import INT64_MAX, json_number, load_json, to_int
+from ingest.parsers._common import INT64_MAX, json_number, load_json, step_frame_from_columns, to_int
+from ingest.parsers._mllog import EVENT_SCHEMA, MLLOG, MllogChunk, StepState, event_columns, split_chunk, step_rows
 from ingest.parsers.base import LogParser
 from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
-from perfledger.records import ParseSummary, ResultRecord, RunConfig, steps_frame
+from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat, Metric, SourceKind, Workload
 
 DERIVED_NOTE = "derived from an MLPerf result; not an official MLPerf metric (unverified)"
 
-_MLLOG = ":::MLLOG "
 _SYSJSON = ":::SYSJSON "
 _PLATFORM = re.compile(r"^\s*(\d+)\s*x\s*(.+)$")
 
@@ -72,7 +72,7 @@ class MlperfParser(LogParser):
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
-        return _MLLOG + "{" in head or _SYSJSON + "{" in head
+        return MLLOG + "{" in head or _SYSJSON + "{" in head
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
@@ -84,27 +84,44 @@ class MlperfParser(LogParser):
         self.events = 0
         self.throughputs: list[float] = []  # a few per run (one per eval block), never per line
         self.last_eval_epoch: float | None = None
-        self.step_counts_samples: bool | None = None
-        self.saw_step_time = False
+        self.state = StepState()
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        lines = self.without_long_lines(lines, first_lineno)
-        rows: list[dict[str, Any]] = []
-        for offset, line in enumerate(lines):
-            if ":::" not in line:
-                continue
-            lineno = first_lineno + offset
-            if (text := _event_json(line, _MLLOG)) is not None:
+        return self.feed_prepared(self.prepare(lines, first_lineno))
+
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> MllogChunk:
+        return split_chunk(self.without_long_lines(lines, first_lineno), first_lineno)
+
+    def feed_prepared(self, prepared: MllogChunk) -> pl.DataFrame:
+        """The chunk's other `:::` lines in order through json.loads, then its step events as columns."""
+        gbs_from, seq_from = self._known_from(self._gbs()), self._known_from(self._seq())
+        slow: list[dict[str, Any]] = []
+        for i, line in prepared.other:
+            lineno = prepared.first_lineno + i
+            if (text := _event_json(line, MLLOG)) is not None:
                 event = self._load(text, lineno)
                 if event is not None:
                     self.events += 1
-                    if (row := self._event(event)) is not None:
-                        rows.append(row)
+                    self._event(event, i, slow)
+                    gbs_from = gbs_from if gbs_from is not None or self._gbs() is None else i
+                    seq_from = seq_from if seq_from is not None or self._seq() is None else i
             elif (text := _event_json(line, _SYSJSON)) is not None and self.sysjson is None:
                 loaded = self._load(text, lineno)
                 if loaded is not None:
                     self.sysjson = loaded
-        return steps_frame(rows)
+        self.events += prepared.events.height
+        events = prepared.events
+        if slow:
+            events = pl.concat([events, pl.DataFrame(slow, schema=EVENT_SCHEMA)]).sort("i")
+        if events.is_empty():
+            return empty_steps()
+        rows, throughputs = step_rows(events, self.state, _from(gbs_from, self._gbs()), _from(seq_from, self._seq()))
+        self.throughputs.extend(throughputs.to_list())
+        return step_frame_from_columns(rows.to_dict(), rows.height)
+
+    @staticmethod
+    def _known_from(value: int | None) -> int | None:
+        return -1 if value is not None else None
 
     def _load(self, text: str, lineno: int) -> dict[str, Any] | None:
         try:
@@ -117,7 +134,7 @@ class MlperfParser(LogParser):
             return None
         return loaded
 
-    def _event(self, event: dict[str, Any]) -> dict[str, Any] | None:
+    def _event(self, event: dict[str, Any], i: int, steps: list[dict[str, Any]]) -> None:
         key = event.get("key")
         found = event.get("metadata")
         meta: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -128,17 +145,14 @@ class MlperfParser(LogParser):
                 self.run_start_ms = time_ms
         elif key == "run_stop":
             self.run_stop_ms, self.run_stop_meta = time_ms, meta
-        elif key == "tracked_stats" and isinstance(value, dict):
-            return self._tracked_row(value, meta)
-        elif key == "train_loss":
-            return self._loss_row(value, meta)
+        elif key == "tracked_stats" and isinstance(value, dict) or key == "train_loss":
+            steps.append(event_columns(i, key, value, meta))
         elif key == "eval_accuracy":
             self.values["eval_accuracy"] = value
             epoch = json_number(meta.get("epoch_num"))
             self.last_eval_epoch = epoch if epoch is not None else self.last_eval_epoch
         elif isinstance(key, str) and key not in self.values:
             self.values[key] = None if isinstance(value, str) and "PLACEHOLDER" in value else value
-        return None
 
     def _gbs(self) -> int | None:
         gbs = self.values.get("global_batch_size")
@@ -147,50 +161,6 @@ class MlperfParser(LogParser):
     def _seq(self) -> int | None:
         seq = self.values.get("max_sequence_length")
         return seq if isinstance(seq, int) and 0 < seq <= INT64_MAX else None
-
-    def _step_of(self, meta: dict[str, Any]) -> int | None:
-        gbs = self._gbs()
-        samples = json_number(meta.get("samples_count"))
-        if samples is not None and gbs:
-            return to_int(round(samples / gbs))
-        step = json_number(meta.get("step"))
-        if step is None:
-            return None
-        if self.step_counts_samples is None and step > 0:
-            # the first non-zero counter decides for the whole file: a multiple of the batch is a sample count
-            self.step_counts_samples = bool(gbs) and step % gbs == 0  # type: ignore[operator]
-        if self.step_counts_samples and gbs:
-            return to_int(round(step / gbs))
-        return to_int(round(step))  # None past 64 bits
-
-    def _per_step_sizes(self) -> dict[str, float | None]:
-        gbs, seq = self._gbs(), self._seq()
-        return {"samples": gbs, "tokens": float(gbs * seq) if gbs and seq else None}
-
-    def _tracked_row(self, value: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any] | None:
-        step_time = json_number(value.get("train_step_time"))
-        loss = json_number(value.get("reduced_train_loss"))
-        throughput = json_number(value.get("throughput"))
-        if throughput is not None and throughput > 0:
-            self.throughputs.append(throughput)
-        if step_time is not None:
-            self.saw_step_time = True
-        elif loss is None and (throughput is None or self.saw_step_time):
-            return None  # warmup_time, validation_*: not training steps; per-step rows already carry time
-        step = self._step_of(meta)
-        if step is None:
-            return None
-        gbs = self._gbs()
-        if step_time is None and throughput and gbs:
-            step_time = gbs / throughput
-        memory = json_number(value.get("max_memory_usage"))  # as logged (GB per device, unit not stated)
-        return {"step": step, "step_time_s": step_time, "loss": loss, "memory_gb": memory, **self._per_step_sizes()}
-
-    def _loss_row(self, value: Any, meta: dict[str, Any]) -> dict[str, Any] | None:
-        step = self._step_of(meta)
-        if step is None:
-            return None
-        return {"step": step, "loss": json_number(value), "lr": json_number(meta.get("lr"))}
 
     def finish(self) -> ParseSummary:
         if self.events == 0 and self.sysjson is None:
@@ -208,7 +178,7 @@ class MlperfParser(LogParser):
             mean = sum(self.throughputs) / len(self.throughputs)
             note = f"mean of {len(self.throughputs)} tracked_stats throughput values (samples/s, as logged)"
             results.append(self._record(config, Metric.SAMPLES_PER_S, mean, Evidence.MEASURED, note))
-        if self.throughputs and not self.saw_step_time:
+        if self.throughputs and not self.state.saw_step_time:
             warnings.append(
                 "step_time_s of the throughput rows is global_batch_size / logged throughput, averaged over the "
                 "steps between two logs"
@@ -312,6 +282,13 @@ class MlperfParser(LogParser):
         if "eval_accuracy" in self.values:
             meta["last_eval_accuracy"] = self.values["eval_accuracy"]
         return meta
+
+
+def _from(index: int | None, value: int | None) -> pl.Expr:
+    """A value known from line position `index` on (null before it, and everywhere when never known)."""
+    if index is None or value is None:
+        return pl.lit(None, dtype=pl.Int64)
+    return pl.when(pl.col("i") > index).then(pl.lit(value, dtype=pl.Int64))
 
 
 def _str_or_none(value: Any) -> str | None:
