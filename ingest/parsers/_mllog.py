@@ -56,11 +56,15 @@ def _number_after(text: pl.Expr, label: str, inside: Callable[[pl.Expr], pl.Expr
     return pl.when(inside(at).fill_null(False)).then(number.cast(pl.Float64, strict=False)), unsure
 
 
-def split_chunk(lines: Sequence[str], first_lineno: int) -> MllogChunk:
-    """The chunk's plain step events as columns; the rest of its `:::` lines left for json.loads."""
+def split_chunk(lines: Sequence[str], first_lineno: int, also: Sequence[str] = ()) -> MllogChunk:
+    """The chunk's plain step events as columns; the rest of its `:::` lines, and the lines holding any of the
+    literals `also`, left for Python."""
     frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")
+    frame = frame.with_columns(pl.col("i").cast(pl.Int64))
     line = pl.col("line")
-    marked = frame.filter(line.str.contains(":::", literal=True))
+    has_event = line.str.contains(":::", literal=True)
+    marked = frame.filter(has_event)
+    extra = frame.filter(~has_event & line.str.contains_any(list(also))) if also else frame.clear()
     at = line.str.find(MLLOG, literal=True)
     parts = marked.with_columns(line.str.slice(at + len(MLLOG)).alias("text"))
     text = pl.col("text")
@@ -80,7 +84,8 @@ def split_chunk(lines: Sequence[str], first_lineno: int) -> MllogChunk:
     events = fast.select(pl.col("i").cast(pl.Int64), tracked.alias("tracked"),
                          *(columns[name].alias(name) for name in (*VALUE_KEYS, *META_KEYS)))
     events = pl.DataFrame({name: finite_or_null(events[name]) for name in EVENT_SCHEMA})
-    other = pl.concat([parts.filter(~pl.col("plain")).select("i", "line"), plain.filter("unsure").select("i", "line")])
+    other = pl.concat([parts.filter(~pl.col("plain")).select("i", "line"), plain.filter("unsure").select("i", "line"),
+                       extra])
     other = other.sort("i")
     return MllogChunk(events, list(zip(other["i"].to_list(), other["line"].to_list(), strict=True)), first_lineno)
 
@@ -101,6 +106,8 @@ class StepState:
 
     saw_step_time: bool = False
     step_counts_samples: bool | None = None  # decided by the first non-zero step counter
+    last_timed_step: int | None = None  # the highest step stored with a step time
+    block_rows: int = 0  # timed rows not past that step: block averages (or repeats), not steps
 
 
 def _rounded(x: pl.Expr) -> pl.Expr:
@@ -108,7 +115,8 @@ def _rounded(x: pl.Expr) -> pl.Expr:
     return x.round(0, mode="half_to_even").cast(pl.Int64, strict=False)
 
 
-def step_rows(events: pl.DataFrame, state: StepState, gbs: pl.Expr, seq: pl.Expr) -> tuple[pl.DataFrame, pl.Series]:
+def step_rows(events: pl.DataFrame, state: StepState, gbs: pl.Expr, seq: pl.Expr,
+              devices: int | None) -> tuple[pl.DataFrame, pl.Series]:
     """Step events in line order -> (step rows in STEP_SCHEMA column names, the positive throughputs logged).
 
     gbs and seq are the global batch and sequence length each event's line saw (null before they were logged).
@@ -116,6 +124,11 @@ def step_rows(events: pl.DataFrame, state: StepState, gbs: pl.Expr, seq: pl.Expr
     seen yet (warmup_time, validation_* are not steps). Steps are optimizer steps: samples_count / global batch
     when the event has it, else the `step` counter, itself divided by the batch when the first non-zero counter
     of the file is a multiple of it.
+
+    A timed row whose step is not past every timed step before it is a block average (MLPerf v5.1 logs one per
+    block, after the block's steps, some with the block's own sample count as if it were a step): it is not stored
+    as a step (state.block_rows counts them). A throughput (samples/s, for the whole system) is kept on its row
+    as tokens/s per device when the sequence length and the device count are known.
     """
     ev = events.with_columns(gbs.cast(pl.Float64).alias("gbs"), seq.cast(pl.Float64).alias("seq"))
     thr = ev.filter(pl.col("tracked") & (pl.col("thr") > 0))["thr"]
@@ -138,6 +151,7 @@ def step_rows(events: pl.DataFrame, state: StepState, gbs: pl.Expr, seq: pl.Expr
     filled = pl.when(pl.col("st").is_null() & (pl.col("thr") != 0) & (pl.col("gbs") > 0)) \
         .then(pl.col("gbs") / pl.col("thr")).otherwise(pl.col("st"))
     tracked = pl.col("tracked")
+    per_device = pl.col("thr") * pl.col("seq") / devices if devices else pl.lit(None, dtype=pl.Float64)
     rows = ev.select(
         step.alias("step"),
         pl.when(tracked).then(filled).alias("step_time_s"),
@@ -146,5 +160,18 @@ def step_rows(events: pl.DataFrame, state: StepState, gbs: pl.Expr, seq: pl.Expr
         pl.when(tracked).then(pl.col("mem")).alias("memory_gb"),
         pl.when(tracked).then(pl.col("gbs")).alias("samples"),
         pl.when(tracked).then(pl.col("gbs") * pl.col("seq")).alias("tokens"),
+        pl.when(tracked & (pl.col("thr") > 0)).then(per_device).alias("reported_tokens_per_s_per_device"),
     ).filter(pl.col("step").is_not_null())
-    return rows, thr
+    return _without_block_rows(rows, state), thr
+
+
+def _without_block_rows(rows: pl.DataFrame, state: StepState) -> pl.DataFrame:
+    timed = pl.col("step_time_s").is_not_null()
+    floor = state.last_timed_step if state.last_timed_step is not None else -(2**63)
+    before = pl.when(timed).then(pl.col("step")).cum_max().forward_fill().shift(1).fill_null(floor)
+    marked = rows.with_columns((timed & (pl.col("step") <= pl.max_horizontal(before, pl.lit(floor)))).alias("block"))
+    state.block_rows += int(marked["block"].sum())
+    top = marked.filter(timed)["step"].max()
+    if top is not None:
+        state.last_timed_step = max(floor, int(top))  # type: ignore[arg-type]
+    return marked.filter(~pl.col("block")).drop("block")
