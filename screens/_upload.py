@@ -23,7 +23,7 @@ from ingest import pipeline, worker
 from ingest.hints import hints_for
 from perfledger import store
 from perfledger.errors import PerfledgerError
-from perfledger.records import PreparedRun, SaveResult
+from perfledger.records import PreparedRun, SaveResult, more_problems
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
 from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
@@ -63,6 +63,16 @@ def show_preview(pre: PreparedRun) -> None:
                    f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
     if pre.warnings:  # written for the command line too: its flags read as the form's selectors
         st.info("\n".join(f"- {_ui.plain(up.for_the_form(w))}" for w in pre.warnings), icon=":material/info:")
+    if pre.problems:
+        st.caption(_ui.plain(problems_caption(pre)))
+        st.dataframe({"line problem": list(pre.problems)}, hide_index=True, height=min(35 * len(pre.problems) + 38, 250))
+
+
+def problems_caption(pre: PreparedRun) -> str:
+    """How many line problems the table lists, and, where more were counted than listed, how many by kind."""
+    listed = f"{len(pre.problems):,} line problem{'s' if len(pre.problems) != 1 else ''} listed"
+    more = more_problems(pre.problems_left_out)
+    return f"{listed} {more}" if more else listed
 
 
 def limits() -> worker.Limits:
