@@ -34,7 +34,7 @@ def test_composer_console_log_is_detected_as_composer() -> None:
 
 
 def test_composer_steps_take_batches_per_sec_or_the_train_clock() -> None:
-    summary, steps = parse_file(LOG)
+    _, steps = parse_file(LOG)
     assert steps["step"].to_list() == [1, 10, 20]
     by_step = {r["step"]: r for r in steps.iter_rows(named=True)}
     assert by_step[20]["step_time_s"] == pytest.approx(1 / 0.1085)
