@@ -43,15 +43,19 @@ def _is_jsonl_row(line: str) -> bool:
     return line.startswith("{") and '"_step"' in line and ('"_runtime"' in line or '"_timestamp"' in line)
 
 
-def _csv_names(line: str) -> list[str]:
-    return next(csv.reader([line]), [])
+def _csv_fields(line: str) -> list[str] | None:
+    """One CSV line's fields; None when the csv module refuses it (a stray carriage return, a huge field)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return None
 
 
 def header_names(line: str) -> tuple[list[str], list[str]] | None:
     """A CSV header line -> (the names to read each column as, the chart's run names); None if not a W&B export.
     A history export keeps its names; a chart export's `<run> - key` columns become `key` for the first run, and
     its `Step` column `_step` (the other runs' columns and the __MIN/__MAX bands become "" and are not read)."""
-    names = _csv_names(line)
+    names = _csv_fields(line) or []
     if "_step" in names and any(m in names for m in _HISTORY_MARKERS[1:]):
         return names, []
     if not names or names[0] != _CHART_STEP or not any(_CHART_SEPARATOR in n for n in names[1:]):
@@ -126,12 +130,15 @@ class WandbHistoryParser(LogParser):
         wanted = [i for i, n in enumerate(self.names) if n and is_known(n)]
         if not wanted:
             return pl.DataFrame()
-        text = "\n".join(lines)
-        if '"' not in text:
-            commas = len(self.names) - 1
-            bad = [i for i, line in enumerate(lines) if line.count(",") != commas and line.strip()]
-            if not bad:
+        text = "\n".join(line for line in lines if line.strip())
+        if not text:
+            return pl.DataFrame()
+        commas = len(self.names) - 1
+        if '"' not in text and '\r' not in text and all(line.count(",") == commas for line in lines if line.strip()):
+            try:
                 return self._read_csv(text, wanted)
+            except pl.exceptions.PolarsError:  # read line by line, to name the line at fault
+                pass
         return self._csv_by_line(lines, first_lineno, wanted)
 
     def _read_csv(self, text: str, wanted: list[int]) -> pl.DataFrame:
@@ -145,10 +152,10 @@ class WandbHistoryParser(LogParser):
         for offset, line in enumerate(lines):
             if not line.strip():
                 continue
-            try:
-                fields = next(csv.reader([line]), [])
-            except csv.Error as err:
-                self.problem(first_lineno + offset, f"not a CSV row ({err}); skipped")
+            fields = _csv_fields(line)
+            if fields is None:
+                self.problem(first_lineno + offset, "not a CSV row (a stray carriage return or quote, or a field "
+                                                    "too long); skipped")
                 continue
             if len(fields) != len(self.names):
                 self.problem(first_lineno + offset,
