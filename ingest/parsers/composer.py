@@ -21,26 +21,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import NUM, grad_accum, precision_from_name, to_float, to_int
-from ingest.parsers._metric_keys import MICRO_BATCH, Anchor, is_known, steps_from_metrics
+from ingest.parsers._common import NUM, grad_accum, precision_from_name, to_int
+from ingest.parsers._metric_keys import KNOWN_NAMES, MICRO_BATCH, Anchor, is_known, steps_from_metrics
 from ingest.parsers.base import LogParser
+from ingest.text import TextChunk
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
 
 _TAG = r"^\s*(?:\d+:\s*)?"
-_HEADER = re.compile(_TAG + r"(?:\[epoch=\d+\])?\[batch=(\d+)(?:/\d+)?\]:(?P<rest>.*)$")
-_ITEM = re.compile(_TAG + r"Train (\S+): (" + NUM + r")\s*$")
 _INLINE = re.compile(r"(?:Train )?([\w./()%-]+): (" + NUM + r")(?=\s|$)")
 _CONFIG = re.compile(_TAG + r"(num_gpus_per_node|num_nodes|composer_version|composer_commit_hash): (\S+)\s*$")
 _PRECISION = re.compile(r"Using precision Precision\.(\w+)")
 _NO_PEAK = re.compile(r"gpu_flop count not found for (.+?) with precision=")
 _SNIFF = re.compile(_TAG + r"(?:\[epoch=\d+\])?\[batch=\d+(?:/\d+)?\]:", re.MULTILINE)
 _CLAIM_ITEM = re.compile(_TAG + r"Train (?:time|throughput|loss|trainer|memory|lr-)\S*: ")
+# One scan of a chunk's text (Polars' Rust regex, on a reader thread) finds the batch headers and the items with a
+# name the table reads; the other items, often most lines (per-layer norms, images), fail at their name, so Python
+# sees a dozen matches per batch, not every line.
+_NAMES = "|".join(sorted(map(re.escape, KNOWN_NAMES), key=len, reverse=True)) + r"|lr-[^\s:]+/group0"
+_SCAN = r"Train (?:" + _NAMES + r"): [^\n]*|\[batch=[^\n]*"
+_BATCH = re.compile(r"\[batch=(\d+)(?:/\d+)?\]:(.*)$")
 _START = Anchor(step=0, runtime_s=0.0, tokens=0.0, samples=0.0)  # training starts at batch 0, no time, no tokens
 
 
@@ -57,28 +61,49 @@ class ComposerParser(LogParser):
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
-        self.block: dict[str, Any] | None = None  # the batch being read: its printed metrics
+        self.block: dict[str, str] | None = None  # the batch being read: its number ("_step") and printed metrics
         self.anchor = _START
         self.steps = 0
         self.config: dict[str, str] = {}
-        self.counters: list[tuple[float, float, float]] = []  # (batch, time/sample, time/token) as printed
+        self.counters: list[tuple[float, ...]] = []  # first and last (batch, time/sample, time/token) printed
         self.micro_batch: int | None = None
         self.pending = empty_steps()
 
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> tuple[list[str], str]:
+        return self._scan("\n".join(lines))
+
+    def prepare_chunk(self, chunk: TextChunk) -> tuple[list[str], str]:
+        return self._scan(chunk.text)
+
+    @staticmethod
+    def _scan(text: str) -> tuple[list[str], str]:
+        """(the chunk's headers and known items, in order; its text before the first header)."""
+        matches = pl.Series([text], dtype=pl.String).str.extract_all(_SCAN)[0]
+        first = text.find("[batch=")
+        return (matches.to_list() if matches is not None else []), (text if first < 0 else text[:first])
+
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        lines = self.without_long_lines(lines, first_lineno)
-        done: list[dict[str, Any]] = []
-        for line in lines:
-            if "Train " in line and self.block is not None and (m := _ITEM.match(line)) is not None:
-                if is_known(m.group(1)):
-                    self.block[m.group(1)] = m.group(2)
-            elif "[batch=" in line and (m := _HEADER.match(line)) is not None:
-                if self.block is not None:
-                    done.append(self.block)
-                self.block = {"_step": m.group(1)}
-                self.block.update((k, v) for k, v in _INLINE.findall(m.group("rest")) if is_known(k))
-            elif self.block is None and self.steps == 0:
+        return self.feed_prepared(self.prepare(lines, first_lineno))
+
+    def feed_prepared(self, prepared: tuple[list[str], str]) -> pl.DataFrame:
+        matches, before = prepared
+        if self.block is None and self.steps == 0:  # no batch yet: the start-up lines
+            for line in before.split("\n"):
                 self._start_up(line)
+        done: list[dict[str, str]] = []
+        block = self.block
+        for match in matches:
+            if match.startswith("Train "):
+                if block is not None:
+                    key, _, value = match[6:].partition(": ")
+                    block[key] = value.strip()
+            elif (m := _BATCH.match(match)) is not None:
+                if block is not None:
+                    done.append(block)
+                block = {"_step": m.group(1)}
+                if rest := m.group(2).strip():
+                    block.update((k, v) for k, v in _INLINE.findall(rest) if is_known(k))
+        self.block = block
         return self._steps(done)
 
     def _start_up(self, line: str) -> None:
@@ -89,23 +114,25 @@ class ComposerParser(LogParser):
         elif "gpu_flop count not found" in line and (m := _NO_PEAK.search(line)) is not None:
             self.config.setdefault("gpu", m.group(1).strip())
 
-    def _steps(self, blocks: list[dict[str, Any]]) -> pl.DataFrame:
+    def _steps(self, blocks: list[dict[str, str]]) -> pl.DataFrame:
         if not blocks:
             return empty_steps()
         names = sorted({k for b in blocks for k in b})
         frame = pl.DataFrame({n: [b.get(n) for b in blocks] for n in names}, schema={n: pl.String for n in names})
-        for b in blocks:
-            self._remember(b)
+        self._remember(frame)
         steps, self.anchor = steps_from_metrics(frame, self.anchor)
         self.steps += steps.height
         return steps
 
-    def _remember(self, block: dict[str, Any]) -> None:
-        if self.micro_batch is None and MICRO_BATCH in block:
-            self.micro_batch = to_int(block[MICRO_BATCH])
-        values = (to_float(block.get("_step")), to_float(block.get("time/sample")), to_float(block.get("time/token")))
-        if all(v is not None for v in values):
-            self.counters.append(values)  # type: ignore[arg-type]
+    def _remember(self, frame: pl.DataFrame) -> None:
+        if self.micro_batch is None and MICRO_BATCH in frame.columns:
+            self.micro_batch = next((to_int(v) for v in frame[MICRO_BATCH] if v is not None), None)
+        if not {"time/sample", "time/token"} <= set(frame.columns):
+            return
+        counted = frame.select(pl.col("_step", "time/sample", "time/token").cast(pl.Float64, strict=False)).drop_nulls()
+        if counted.height:
+            ends = [counted.row(0), counted.row(counted.height - 1)]
+            self.counters = [self.counters[0] if self.counters else ends[0], ends[1]]
 
     def final_steps(self) -> pl.DataFrame:
         return self.pending

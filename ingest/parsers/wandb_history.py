@@ -12,7 +12,6 @@ at once (Polars' CSV and NDJSON readers); a chunk they refuse is read line by li
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -80,7 +79,8 @@ class WandbHistoryParser(LogParser):
 
     @classmethod
     def claims(cls, line: str) -> bool:
-        return _is_jsonl_row(line.strip()) or (',' in line and cls.sniff(line, ""))
+        """JSONL rows each claim; a CSV's evidence is its header, the head as a whole (its rows name nothing)."""
+        return _is_jsonl_row(line.strip())
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
@@ -130,21 +130,27 @@ class WandbHistoryParser(LogParser):
         wanted = [i for i, n in enumerate(self.names) if n and is_known(n)]
         if not wanted:
             return pl.DataFrame()
-        text = "\n".join(line for line in lines if line.strip())
-        if not text:
+        kept = lines if all(lines) else [line for line in lines if line.strip()]
+        if not kept:
             return pl.DataFrame()
-        commas = len(self.names) - 1
-        if '"' not in text and '\r' not in text and all(line.count(",") == commas for line in lines if line.strip()):
+        text = "\n".join(kept)
+        if '"' not in text and "\r" not in text and text.count(",") == (len(self.names) - 1) * len(kept):
             try:
-                return self._read_csv(text, wanted)
+                return self._read_csv(text.encode(), wanted)
             except pl.exceptions.PolarsError:  # read line by line, to name the line at fault
                 pass
         return self._csv_by_line(lines, first_lineno, wanted)
 
-    def _read_csv(self, text: str, wanted: list[int]) -> pl.DataFrame:
+    def _read_csv(self, data: bytes, wanted: list[int]) -> pl.DataFrame:
+        """The chunk's wanted columns as numbers (as text when one is not a number: the step columns cast it)."""
         placeholders = [f"c{i}" for i in range(len(self.names))]
-        frame = pl.read_csv(io.StringIO(text), has_header=False, new_columns=placeholders, columns=wanted,
-                            infer_schema=False, quote_char='"')
+        numbers = {placeholders[i]: pl.Float64 for i in wanted}
+        try:
+            frame = pl.read_csv(data, has_header=False, new_columns=placeholders, columns=wanted,
+                                schema_overrides=numbers, infer_schema_length=0, quote_char=None)
+        except pl.exceptions.PolarsError:
+            frame = pl.read_csv(data, has_header=False, new_columns=placeholders, columns=wanted,
+                                infer_schema=False, quote_char=None)
         return frame.rename({placeholders[i]: self.names[i] for i in wanted})
 
     def _csv_by_line(self, lines: Sequence[str], first_lineno: int, wanted: list[int]) -> pl.DataFrame:
@@ -168,11 +174,11 @@ class WandbHistoryParser(LogParser):
     # ---------------------------------------------------------------------------------------------- JSONL
 
     def _jsonl(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
-        text = "\n".join(line for line in lines if line.strip())
-        if not text:
+        kept = lines if all(lines) else [line for line in lines if line.strip()]
+        if not kept:
             return pl.DataFrame()
         try:
-            frame = pl.read_ndjson(io.StringIO(text), infer_schema_length=None)
+            frame = pl.read_ndjson("\n".join(kept).encode(), infer_schema_length=None)
         except Exception:  # noqa: BLE001 - any refusal: read line by line to name the line at fault
             return self._jsonl_by_line(lines, first_lineno)
         keep = [c for c in frame.columns if is_known(c) and frame[c].dtype.is_numeric()]
