@@ -445,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv")
+    ap.add_argument("--formats", default="", help="comma list of formats to ingest (default: every one with inputs)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     q = args.quick
@@ -453,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
              "mlperf": [2 * 10**6] if q else [100 * 10**6],
              "wandb_history": [2 * 10**6] if q else [100 * 10**6],
              "composer": [2 * 10**6] if q else [100 * 10**6]}
+    if args.formats:
+        sizes = {fmt: v for fmt, v in sizes.items() if fmt in set(args.formats.split(","))}
     store_size = (10, 100_000, 1_000) if q else (1000, 10_000_000, 100_000)
     csv_rows = 1_000 if q else 100_000
 

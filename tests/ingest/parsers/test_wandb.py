@@ -64,6 +64,7 @@ def test_jsonl_rows_map_composer_speed_figures_into_reported_columns() -> None:
                                                  "throughput/device/tokens_per_sec": 409.6,
                                                  "throughput/device/mfu": 0.41,
                                                  "throughput/device/flops_per_sec": 1.25e14}) for s in range(1, 6)]
+    assert weigh("\n".join(lines), file_name="wandb-history.jsonl").parser is WandbHistoryParser
     summary, steps = feed(lines)
     last = steps.filter(pl.col("step") == 5).row(0, named=True)
     assert last["step_time_s"] == pytest.approx(10.0)  # 1 / batches_per_sec, not wall clock
