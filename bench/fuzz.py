@@ -31,13 +31,13 @@ sys.path.insert(0, str(ROOT))
 from tests.ingest.mutations import BAD_VALUE, CRASHED, OUTCOMES, cases, corpus, describe, run_case
 
 
-def worker(seed: int, part: int, count: int, formats: frozenset[str] = frozenset()) -> tuple[
+def worker(seed: int, part: int, count: int, only: frozenset[str] = frozenset()) -> tuple[
         Counter[str], Counter[str], list[str]]:
-    """Run `count` cases (round-robin over the formats, or those in `formats`); outcome counts, per-format cases,
+    """Run `count` cases (round-robin over the formats, or those in `only`); outcome counts, per-format cases,
     and each failure."""
-    logs = {fmt: files for fmt, files in corpus().items() if not formats or fmt in formats}
+    logs = {fmt: files for fmt, files in corpus().items() if not only or fmt in only}
     if not logs:
-        raise SystemExit(f"no fixture of the formats {', '.join(sorted(formats))}")
+        raise SystemExit(f"no fixture of the formats {', '.join(sorted(only))}")
     outcomes: Counter[str] = Counter()
     formats: Counter[str] = Counter()
     failures: list[str] = []
@@ -64,8 +64,8 @@ def main() -> int:
     shares = [args.n // args.jobs + (k < args.n % args.jobs) for k in range(args.jobs)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
-        formats = frozenset(filter(None, args.formats.split(",")))
-        parts = list(pool.map(worker, [args.seed] * args.jobs, range(args.jobs), shares, [formats] * args.jobs))
+        only = frozenset(filter(None, args.formats.split(",")))
+        parts = list(pool.map(worker, [args.seed] * args.jobs, range(args.jobs), shares, [only] * args.jobs))
     seconds = time.perf_counter() - start
     outcomes: Counter[str] = sum((p[0] for p in parts), Counter())
     formats: Counter[str] = sum((p[1] for p in parts), Counter())
