@@ -40,6 +40,19 @@ SPECS: dict[str, Spec] = {
         r'"key": "tracked_stats"',
         (r'"step": (\d+(?:\.\d+)?)', r'"time_ms": (\d+)', r'"samples_count": (\d+(?:\.\d+)?)'),
     ),
+    "wandb_history": Spec(  # index, _step, _runtime, _timestamp and train/step (13th field) advance
+        "oraby8_tts_grpo_wandb_history.csv",
+        r"^\d+,\d+,",
+        (r"^(\d+),", r"^\d+,(\d+),", r"^\d+,\d+,([\d.]+),", r"^(?:[^,]*,){4}([\d.]+),",
+         r"^(?:[^,]*,){12}([\d.]+),"),
+    ),
+    "composer": Spec(
+        "helios113_dyna_composer_h100nvl_console.log",
+        r"\[batch=\d+/\d+\]:",
+        (r"\[batch=(\d+)/", r"Train time/batch: (\d+)", r"time/batch_in_epoch: (\d+)", r"Train time/sample: (\d+)",
+         r"time/sample_in_epoch: (\d+)", r"Train time/token: (\d+)", r"time/token_in_epoch: (\d+)",
+         r"Train time/train: ([\d.]+)", r"Train time/total: ([\d.]+)"),
+    ),
 }
 
 

@@ -125,7 +125,7 @@ def parse_file(path: Path) -> tuple[ParseSummary, pl.DataFrame]:
     with _open(path) as stream:
         frames = [parser.feed(lines, first) for first, lines in iter_line_chunks(stream)]
     summary = parser.finish()
-    return summary, concat_steps(frames)
+    return summary, concat_steps([*frames, parser.final_steps()])
 
 
 def _open(path: Path) -> BinaryIO:

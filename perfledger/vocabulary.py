@@ -79,6 +79,8 @@ class LogFormat(StrEnum):
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
     MAXTEXT = "maxtext"
+    WANDB_HISTORY = "wandb_history"
+    COMPOSER = "composer"
 
 
 class Precision(StrEnum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ingest.parsers import (
     claims_csv,
+    composer,
     deepspeed,
     dllogger,
     hf_results_json,
@@ -24,6 +25,7 @@ from ingest.parsers import (
     nemo,
     optimum_habana,
     torchtitan,
+    wandb_history,
 )
 from ingest.parsers.base import LogParser
 
@@ -44,6 +46,8 @@ PARSERS: tuple[type[LogParser], ...] = (
     nanogpt.PARSER,
     llmc.PARSER,
     maxtext.PARSER,
+    wandb_history.PARSER,
+    composer.PARSER,
 )
 
 
