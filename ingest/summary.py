@@ -20,6 +20,7 @@ from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
 from perfledger.calc.conventions import conventions
 from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
+from perfledger.calc.phases import phase_figures
 from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
@@ -56,6 +57,7 @@ class RunSummary:
     sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
     launch: int | None = None  # the launch summarised (the longest)
+    phases: dict[str, float] = field(default_factory=dict)  # an RLHF step's parts (perfledger.calc.phases)
 
     def launches_json(self) -> list[dict[str, Any]]:
         return [span.as_dict() | {"summarised": span.launch == self.launch} for span in self.launches]
@@ -82,7 +84,7 @@ class RunSummary:
             "peak": self.peak,
             "rule": s.rule.as_dict() if s else SteadyRule().as_dict(),
             "rule_text": (s.rule if s else SteadyRule()).describe(),
-        }
+        } | self.phases
         return {k: _finite(v) for k, v in out.items()}
 
     def results_json(self) -> list[dict[str, Any]]:
@@ -160,6 +162,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if steady is not None and (flags := not_steady(steady)):
         warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
     window = _window_medians(steps.lazy(), steady)
+    phases = phase_figures(steps.lazy(), steady.first_step, steady.last_step) if steady else {}
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
     shape = _shape(config, model_row)
@@ -176,12 +179,12 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
     results = tuple(_resolved_result(r) for r in parsed.results) + _measured_results(
-        parsed, config, steady, tps_dev, tflops, mfu)
+        parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))
     return RunSummary(
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
-        launches=launches, launch=launch,
+        launches=launches, launch=launch, phases=phases,
     )
 
 
@@ -328,7 +331,8 @@ def _resolved_result(record: ResultRecord) -> ResultRecord:
 
 
 def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadyState | None, tps: float | None,
-                      tflops: float | None, mfu: float | None) -> tuple[ResultRecord, ...]:
+                      tflops: float | None, mfu: float | None,
+                      samples_per_s: float | None = None) -> tuple[ResultRecord, ...]:
     """The run's steady-state figures as result rows, so they sit beside published claims on every page."""
     if steady is None:
         return ()
@@ -346,6 +350,6 @@ def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadySta
         note=note)
     figures = (("tokens_per_s_per_device", tps, "tokens/s/device"),
                ("model_tflops_per_device", tflops, "TFLOP/s/device"), ("mfu", mfu, "fraction"),
-               ("step_time_s", steady.step_time_s_median, "s"))
+               ("step_time_s", steady.step_time_s_median, "s"), ("samples_per_s", samples_per_s, "samples/s"))
     return tuple(replace(base, metric=metric, value=value, unit=unit)
                  for metric, value, unit in figures if value is not None and math.isfinite(value))
