@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.printed import RunFigure, derived_results, run_figures
 from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
@@ -172,13 +173,14 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if tflops is None and "model_tflops_per_device" not in why:
         why["model_tflops_per_device"] = "needs tokens/s per device" if f else why.get("flops_per_token", "")
     mfu, peak = _mfu(tflops, acc_row, config, why)
-    reported = _reported(window, tps_dev, tflops, mfu)
+    printed = run_figures(parsed.format, parsed.results, config)
+    reported = _reported(window, tps_dev, tflops, mfu, printed)
     if shape is not None and seq_len and tps_dev:
         _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
     for key, reason in why.items():
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
-    results = tuple(_resolved_result(r) for r in parsed.results) + _measured_results(
+    results = tuple(_resolved_result(r) for r in parsed.results) + derived_results(printed, config) + _measured_results(
         parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))
     return RunSummary(
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
@@ -272,12 +274,16 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
 
 
 def _reported(window: dict[str, float | None], tps: float | None, tflops: float | None,
-              mfu: float | None) -> dict[str, Any]:
-    """The log's own figures (median over the window) beside ours, with the relative difference."""
+              mfu: float | None, printed: Mapping[str, RunFigure]) -> dict[str, Any]:
+    """The log's own figures (median over the window, else printed once for the run: `printed_over` says over
+    what) beside ours, with the relative difference."""
     out: dict[str, Any] = {}
     for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
                          ("reported_mfu", mfu)):
         theirs = window.get(column)
+        if theirs is None and column in printed:
+            theirs = printed[column].value
+            out.setdefault("printed_over", {})[column.removeprefix("reported_")] = printed[column].over
         if theirs is None:
             continue
         out[column] = theirs

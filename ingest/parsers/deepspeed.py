@@ -16,6 +16,9 @@ CurSamplesPerSec x latency rounded (the hybrid engine divides the generation bat
 latency), tokens = samples x (max_prompt_seq_len + max_answer_seq_len), the padded lengths DeepSpeed-Chat's own
 throughput counts. The engines' timer lines then time only their training and are not step rows.
 
+DeepSpeed's flops profiler summary, in either kind of log, gives the log's own TFLOP/s per GPU of the one step it
+profiled (ingest.parsers._ds_profiler), kept as a reported result.
+
 DeepSpeed numbers every optimizer step, applied or skipped: on an fp16 overflow it skips the update but still
 counts the step (in step 3, 10 PPO steps with 4 overflows print ``step=10, skipped=4``).
 """
@@ -30,12 +33,14 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import NUM, concat_steps, run_config, to_float, to_int
+from ingest.parsers._ds_profiler import MARKER as PROFILER_MARKER
+from ingest.parsers._ds_profiler import FlopsProfile
 from ingest.parsers._dschat import RlhfSteps, prompt_and_answer
 from ingest.parsers.base import LogParser
 from ingest.parsers.megatron import MegatronParser
 from ingest.parsers.megatron.fields import _LAUNCH
 from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
+from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps, steps_frame
 from perfledger.vocabulary import LogFormat
 
 _DS_MARKER = re.compile(
@@ -85,6 +90,7 @@ class DeepSpeedParser(MegatronParser):
         self._skipped_by_engine: list[int] = []  # the last printed skip count of each engine (two in RLHF)
         self._engine_step: tuple[int, int] | None = None  # (step, engine index) of the last `step=` line
         self._rlhf = RlhfSteps()
+        self._profile = FlopsProfile()
 
     # Whether a chunk is Megatron's or DeepSpeed's own is decided here, with state: no read-ahead split.
     chunk_bytes = LogParser.chunk_bytes
@@ -97,6 +103,8 @@ class DeepSpeedParser(MegatronParser):
         if not lines:
             return empty_steps()
         text = pl.Series("line", lines, dtype=pl.String)
+        if text.str.contains(PROFILER_MARKER, literal=True).any():
+            self._profile.feed(lines, first_lineno)
         if not self._megatron and (text.str.contains(_LAUNCH).any()
                                    or text.str.contains("elapsed time per iteration", literal=True).any()):
             self._megatron = True
@@ -197,7 +205,8 @@ class DeepSpeedParser(MegatronParser):
                                  "'iteration N/ M | ...' lines or DeepSpeed '[Rank 0] step=N' with "
                                  "'CurrSamplesPerSec=' timer lines)") from None
             return ParseSummary(format=self.format, config=summary.config, problems=summary.problems,
-                                warnings=summary.warnings, skipped_lines=summary.skipped_lines, meta=summary.meta)
+                                warnings=summary.warnings, results=self._profiled(), skipped_lines=summary.skipped_lines,
+                                meta=summary.meta)
         return self._deepspeed_summary()
 
     def _deepspeed_summary(self) -> ParseSummary:
@@ -231,8 +240,11 @@ class DeepSpeedParser(MegatronParser):
                                 "running_avg_samples_per_s": self._running_avg}
         config = self._fields_for_deepspeed(world, gbs, per_device, accum)
         return ParseSummary(format=self.format, config=config, problems=tuple(self.problems),
-                            warnings=tuple(warnings), skipped_lines=self.skipped_lines,
+                            warnings=tuple(warnings), results=self._profiled(), skipped_lines=self.skipped_lines,
                             meta={k: v for k, v in meta.items() if v})
+
+    def _profiled(self) -> tuple[ResultRecord, ...]:
+        return (self._profile.result,) if self._profile.result is not None else ()
 
     def _skipped_note(self) -> str:
         counts = self._skipped_by_engine
