@@ -140,6 +140,22 @@ def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
 
 
+def rlhf_parts(row: RunRow) -> str | None:
+    """An RLHF run's step parts over its stored steady window (perfledger.calc.phases) in one sentence; None for a
+    run whose log prints none."""
+    s = row.summary or {}
+    share, training = s.get("generation_share"), s.get("training_share")
+    if share is None:
+        return None
+    parts = [f"generation {share:.0%} of the step time (median {s.get('generation_s_median') or 0:.2f} s)"]
+    if training is not None:
+        parts.append(f"training {training:.0%} (median {s.get('training_s_median') or 0:.2f} s)")
+    if s.get("samples_per_s"):
+        parts.append(f"{s['samples_per_s']:,.2f} samples/s")
+    return (f"RLHF step, steps {s.get('first_step')}-{s.get('last_step')}: " + ", ".join(parts)
+            + "; the rest is scoring and gathering")
+
+
 def not_steady(summary: steady.SteadyState) -> list[str]:
     """Why the page's window is not a steady state (empty when it is)."""
     return steady.not_steady(summary)
