@@ -75,6 +75,8 @@ else:
     m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
     m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
     st.caption(summary.rule.describe() + " · the shaded band is the steady window")
+    if (parts := rv.rlhf_parts(row)) is not None:
+        st.caption(_ui.plain(parts))
     for flag in views.not_steady(summary):
         st.warning(_ui.plain(f"Not a steady state: {flag}."))
     for title, frame in (("Launches in this file (the run is summarised over the longest)", views.launches(db, row.id)),

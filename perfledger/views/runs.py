@@ -121,22 +121,41 @@ def launches(engine: Engine, run_id: int) -> pl.DataFrame:
 PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
                    ("mfu", "fraction"))
 PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
-                  "relative_difference": pl.Float64(), "convention": pl.String()}
+                  "relative_difference": pl.Float64(), "convention": pl.String(), "printed_over": pl.String()}
 
 
 def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
-    """The log's own figures (median over the steady window) beside the recomputed ones, with the relative
-    difference (recomputed - printed) / printed and the FLOPs convention that reproduces the printed TFLOP/s."""
+    """The log's own figures (median over the steady window, or printed once for the run: `printed_over` says
+    over what) beside the recomputed ones, with the relative difference (recomputed - printed) / printed and the
+    FLOPs convention that reproduces the printed TFLOP/s."""
     r = store.run(engine, run_id)
     summary = (r.summary or {}) if r else {}
     reported = summary.get("reported") or {}
+    over = reported.get("printed_over") or {}
     ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
             "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
     rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
              "relative_difference": reported.get(f"diff_{name}"),
-             "convention": (reported.get("explanation") if name == "tflops_per_device" else None)}
+             "convention": (reported.get("explanation") if name == "tflops_per_device" else None),
+             "printed_over": over.get(name, "steady window, median of the per-step figure")}
             for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
     return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
+
+
+def rlhf_parts(row: RunRow) -> str | None:
+    """An RLHF run's step parts over its stored steady window (perfledger.calc.phases) in one sentence; None for a
+    run whose log prints none."""
+    s = row.summary or {}
+    share, training = s.get("generation_share"), s.get("training_share")
+    if share is None:
+        return None
+    parts = [f"generation {share:.0%} of the step time (median {s.get('generation_s_median') or 0:.2f} s)"]
+    if training is not None:
+        parts.append(f"training {training:.0%} (median {s.get('training_s_median') or 0:.2f} s)")
+    if s.get("samples_per_s"):
+        parts.append(f"{s['samples_per_s']:,.2f} samples/s")
+    return (f"RLHF step, steps {s.get('first_step')}-{s.get('last_step')}: " + ", ".join(parts)
+            + "; the rest is scoring and gathering")
 
 
 def not_steady(summary: steady.SteadyState) -> list[str]:
