@@ -79,6 +79,7 @@ class LogFormat(StrEnum):
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
     MAXTEXT = "maxtext"
+    TENSORBOARD = "tensorboard"
 
 
 class Precision(StrEnum):

@@ -23,11 +23,13 @@ from ingest.parsers import (
     nanogpt,
     nemo,
     optimum_habana,
+    tensorboard,
     torchtitan,
 )
 from ingest.parsers.base import LogParser
 
 PARSERS: tuple[type[LogParser], ...] = (
+    tensorboard.PARSER,  # binary: asked first, by its bytes (LogParser.sniff_bytes)
     mlperf.PARSER,
     microbench.PARSER,
     claims_csv.PARSER,
