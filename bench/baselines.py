@@ -70,7 +70,22 @@ def mlperf(path: Path) -> int:
     return len(rows)
 
 
-LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf}
+def tensorboard(path: Path) -> int:
+    """A TensorBoard event file has no lines to loop over: the baseline is the tensorboard package's own reader
+    (EventFileLoader, which checks every checksum in Python), keeping the scalars of the Megatron step tags."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    tags = {"iteration-time", "lm loss", "learning-rate", "grad-norm", "throughput", "batch-size",
+            "mem-max-allocated-bytes"}
+    steps: dict[int, dict[str, float]] = {}
+    for event in EventFileLoader(str(path)).Load():
+        for value in event.summary.value:
+            if value.tag in tags:
+                steps.setdefault(event.step, {})[value.tag] = float(value.tensor.float_val[0])
+    return len(steps)
+
+
+LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf, "tensorboard": tensorboard}
 
 if __name__ == "__main__":  # python bench/baselines.py FORMAT FILE -> rows found
     print(LOOPS[sys.argv[1]](Path(sys.argv[2])))

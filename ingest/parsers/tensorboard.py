@@ -15,6 +15,7 @@ TFLOP/s and MFU go to the reported_* columns. Megatron also writes its arguments
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
@@ -86,6 +87,11 @@ _ARGS = frozenset({
     "group_query_attention", "padded_vocab_size", "swiglu", "num_experts", "moe_router_topk", "bf16", "fp16", "fp8",
 })
 _DT_FLOAT, _DT_DOUBLE = 1, 2
+READ_BLOCK = 1 << 20
+# A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
+# of these is not decoded (Megatron's `... vs samples` copies, histograms, images).
+_WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(
+    {tag.encode() for tag in TAGS} | {(arg + _TEXT_SUFFIX).encode() for arg in _ARGS}, key=len, reverse=True)))
 
 
 def _is_event_file(head: bytes) -> bool:
@@ -117,6 +123,7 @@ class TensorBoardParser(LogParser):
         self.args: dict[str, str] = {}
         self.tags_used: dict[str, int] = {}
         self.other_tags = 0
+        self.other_records = 0
         self.frameworks: set[str] = set()
         self.skipped_bytes = 0
         self._pending: dict[int, dict[str, float]] = {}
@@ -140,29 +147,47 @@ class TensorBoardParser(LogParser):
     # ------------------------------------------------------------------------------------------- framing
 
     def _records(self, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-        """(record number from 1, payload) for each whole record; the first damaged one ends the file (its rest
-        is read, so the content hash covers it, and counted)."""
-        number = 0
-        while header := stream.read(_HEADER.size):
-            number += 1
-            if len(header) < _HEADER.size:
-                self._lost(stream, number, f"cut short in its header ({len(header)} of 12 bytes)", len(header))
-                return
-            length, crc = _HEADER.unpack(header)
-            if self._header_crc(header[:8]) != crc:
-                self._lost(stream, number, "its length fails its checksum, so the records after it cannot be "
-                                           "found", len(header))
-                return
-            if length > MAX_RECORD_BYTES:
-                self._lost(stream, number, f"a record of {length:,} bytes (over {MAX_RECORD_BYTES:,})", len(header))
-                return
-            body = stream.read(length + 4)
-            if len(body) < length + 4:
-                self._lost(stream, number, f"cut short ({len(body):,} of {length + 4:,} bytes after its header)",
-                           len(header) + len(body))
-                return
-            self.records = number
-            yield number, body[:length]
+        """(record number from 1, payload) for each whole record that may hold a tag read here (_WANTED: the
+        others are not decoded); the first damaged record ends the file (its rest is read, so the content hash
+        covers it, and counted). Read a block at a time, names bound locally: this loop is most of the time."""
+        unpack, search, crcs, size = _HEADER.unpack_from, _WANTED.search, self._crc, _HEADER.size
+        buf, at, eof, number, skipped = b"", 0, False, 0, 0
+        try:
+            while True:
+                left = len(buf) - at
+                if left < size and not eof:
+                    buf, at, eof = _refill(stream, buf, at, size)
+                    left = len(buf)
+                if not left:
+                    return
+                number += 1
+                if left < size:
+                    self._lost(stream, number, f"cut short in its header ({left} of 12 bytes)", left)
+                    return
+                length, crc = unpack(buf, at)
+                if crcs.get(buf[at:at + 8]) != crc and self._header_crc(buf[at:at + 8]) != crc:
+                    self._lost(stream, number, "its length fails its checksum, so the records after it cannot be "
+                                               "found", left)
+                    return
+                if length > MAX_RECORD_BYTES:
+                    self._lost(stream, number, f"a record of {length:,} bytes (over {MAX_RECORD_BYTES:,})", left)
+                    return
+                need = size + length + 4
+                if left < need and not eof:
+                    buf, at, eof = _refill(stream, buf, at, need)
+                    left = len(buf)
+                if left < need:
+                    self._lost(stream, number, f"cut short ({left - size:,} of {length + 4:,} bytes after its "
+                                               "header)", left)
+                    return
+                start = at + size
+                at += need
+                if search(buf, start, start + length) is None:
+                    skipped += 1
+                    continue
+                yield number, buf[start:start + length]
+        finally:
+            self.records, self.other_records = number, skipped
 
     def _header_crc(self, length_bytes: bytes) -> int:
         crc = self._crc.get(length_bytes)
@@ -281,7 +306,20 @@ class TensorBoardParser(LogParser):
 
     def _meta(self) -> dict[str, Any]:
         return {"event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),
-                "other_tag_values": self.other_tags}
+                "records_of_other_tags": self.other_records, "other_tag_values": self.other_tags}
+
+
+def _refill(stream: BinaryIO, buf: bytes, at: int, need: int) -> tuple[bytes, int, bool]:
+    """buf from `at` on, with blocks read after it until it holds `need` bytes: (bytes, 0, whether the stream
+    ended)."""
+    chunks, have = [buf[at:]], len(buf) - at
+    while have < need:
+        block = stream.read(max(READ_BLOCK, need - have))
+        if not block:
+            return b"".join(chunks), 0, True
+        chunks.append(block)
+        have += len(block)
+    return b"".join(chunks), 0, False
 
 
 def _scalar(value: summary_pb2.Summary.Value) -> float | None:

@@ -190,12 +190,22 @@ def test_a_damaged_length_ends_the_reading_there_and_the_rest_is_counted() -> No
     assert any("damaged" in w for w in summary.warnings)
 
 
-def test_an_unreadable_payload_is_skipped_with_its_record_number() -> None:
-    raw = file_version() + record(b"\xff\xff\xff\xff") + scalars(1, {"lm loss": 2.0})
+def test_an_unreadable_payload_naming_a_step_tag_is_skipped_with_its_record_number() -> None:
+    raw = file_version() + record(b"\x0a\x07lm loss\xff\xff\xff\xff") + scalars(1, {"lm loss": 2.0})
     parser, steps = parse_bytes(raw)
     summary = parser.finish()
     assert steps.height == 1
     assert summary.problems[0].line == 2 and "not a readable Event" in summary.problems[0].reason
+
+
+def test_a_record_naming_no_step_tag_is_counted_and_never_decoded() -> None:
+    raw = file_version() + record(b"\xff\xff\xff\xff") + scalars(1, {"lm loss vs samples": 2.0, "x": 1.0}) \
+        + scalars(1, {"lm loss": 2.0})
+    parser, steps = parse_bytes(raw)
+    summary = parser.finish()
+    assert steps.height == 1 and not summary.problems
+    assert summary.meta["event_records"] == 4
+    assert summary.meta["records_of_other_tags"] == 3  # the file-version record, the garbage, the other tags
 
 
 def test_a_non_finite_figure_is_not_stored_but_a_diverged_loss_is() -> None:
