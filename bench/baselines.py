@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -71,17 +72,21 @@ def mlperf(path: Path) -> int:
 
 
 def tensorboard(path: Path) -> int:
-    """A TensorBoard event file has no lines to loop over: the baseline is the tensorboard package's own reader
-    (EventFileLoader, which checks every checksum in Python), keeping the scalars of the Megatron step tags."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    """A TensorBoard event file has no lines: the plain loop reads each record's length, decodes every Event with
+    the tensorboard package's protobuf and keeps the Megatron step tags' scalars (no checksum checked; the
+    package's own reader, EventFileLoader, checks them in pure Python and runs at about 0.4 MB/s)."""
+    from tensorboard.compat.proto import event_pb2
 
     tags = {"iteration-time", "lm loss", "learning-rate", "grad-norm", "throughput", "batch-size",
             "mem-max-allocated-bytes"}
     steps: dict[int, dict[str, float]] = {}
-    for event in EventFileLoader(str(path)).Load():
-        for value in event.summary.value:
-            if value.tag in tags:
-                steps.setdefault(event.step, {})[value.tag] = float(value.tensor.float_val[0])
+    with path.open("rb") as f:
+        while header := f.read(12):
+            (length,) = struct.unpack("<Q", header[:8])
+            event = event_pb2.Event.FromString(f.read(length + 4)[:length])
+            for value in event.summary.value:
+                if value.tag in tags:
+                    steps.setdefault(event.step, {})[value.tag] = value.simple_value
     return len(steps)
 
 

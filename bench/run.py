@@ -7,7 +7,7 @@ Every timing is the median of --repeats runs (default 3), with min and max; rati
 measured in the same run on the same files:
   (1) `python -m ingest FILE --db duckdb:///<fresh>` end to end (subprocess, fresh DB each run) per format,
       vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file (a TensorBoard event
-      file, binary: vs the tensorboard package's own reader);
+      file, binary: a plain loop decoding every record);
   (2) peak RSS of that ingest process (os.wait4 rusage of the child), small vs large file;
   (3) MLPerf: our parser vs mlperf-logging's reader, when that package is installed;
   (4) a DuckDB store (full: 1,000 runs, 10M steps, 100k results) built in bulk: each page's

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
@@ -121,10 +122,9 @@ class TensorBoardParser(LogParser):
         self.records = 0
         self.steps = 0
         self.args: dict[str, str] = {}
-        self.tags_used: dict[str, int] = {}
+        self.tags_used: Counter[str] = Counter()
         self.other_tags = 0
         self.other_records = 0
-        self.frameworks: set[str] = set()
         self.skipped_bytes = 0
         self._pending: dict[int, dict[str, float]] = {}
         self._out: list[dict[str, float]] = []
@@ -212,32 +212,30 @@ class TensorBoardParser(LogParser):
         except DecodeError as exc:
             self.problem(number, f"event record {number}: not a readable Event ({exc}); skipped")
             return
-        if event.WhichOneof("what") != "summary":
-            return
-        for value in event.summary.value:
-            self._value(number, event.step, value)
+        step = event.step
+        for value in event.summary.value:  # empty unless the Event is a summary
+            tag = value.tag
+            mapped = TAGS.get(tag)
+            if mapped is None:
+                self._other(value)
+                continue
+            scalar = value.simple_value if value.HasField("simple_value") else _scalar(value)
+            if scalar is None or step < 0:
+                self.problem(number, f"event record {number}: tag {tag!r} at step {step}: "
+                                     f"{'holds no scalar' if scalar is None else 'negative step'}; skipped")
+                continue
+            row = self._pending.get(step)
+            if row is None:
+                row = self._pending[step] = {}
+            row[mapped[0]] = scalar * mapped[1]
+            self.tags_used[tag] += 1
 
-    def _value(self, number: int, step: int, value: summary_pb2.Summary.Value) -> None:
+    def _other(self, value: summary_pb2.Summary.Value) -> None:
         tag = value.tag
-        mapped = TAGS.get(tag)
-        if mapped is None:
-            if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
-                self._argument(tag[:-len(_TEXT_SUFFIX)], value)
-            else:
-                self.other_tags += 1
-            return
-        scalar = _scalar(value)
-        if scalar is None:
-            self.problem(number, f"event record {number}: tag {tag!r} holds no scalar; skipped")
-            return
-        if step < 0:
-            self.problem(number, f"event record {number}: step {step} is negative; skipped")
-            return
-        column, factor = mapped
-        self._pending.setdefault(step, {})[column] = scalar * factor
-        self.tags_used[tag] = self.tags_used.get(tag, 0) + 1
-        if (framework := _FRAMEWORK_TAGS.get(tag)) is not None:
-            self.frameworks.add(framework)
+        if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
+            self._argument(tag[:-len(_TEXT_SUFFIX)], value)
+        else:
+            self.other_tags += 1
 
     def _argument(self, name: str, value: summary_pb2.Summary.Value) -> None:
         strings = value.tensor.string_val
@@ -278,7 +276,8 @@ class TensorBoardParser(LogParser):
         gbs, mbs, dp = ints.get("global_batch_size"), ints.get("micro_batch_size"), ints.get("data_parallel_size")
         experts = ints.get("num_experts")
         gqa = to_bool(arg("group_query_attention"))
-        framework = min(self.frameworks) if len(self.frameworks) == 1 else None
+        frameworks = self._frameworks()
+        framework = min(frameworks) if len(frameworks) == 1 else None
         return run_config({
             "n_devices": ints.get("world_size"), "seq_len": ints.get("seq_length"), "global_batch": gbs,
             "micro_batch": mbs, "grad_accum": grad_accum(gbs, mbs, dp), "dp": dp,
@@ -300,9 +299,12 @@ class TensorBoardParser(LogParser):
             out.append("memory_gb is torchtitan's max reserved GiB converted to GB (x 1.073741824)")
         if self.skipped_bytes:
             out.append(f"the event file is damaged: its last {self.skipped_bytes:,} bytes were not read")
-        if len(self.frameworks) > 1:
-            out.append(f"the tags of several frameworks are in one file ({', '.join(sorted(self.frameworks))})")
+        if len(frameworks := self._frameworks()) > 1:
+            out.append(f"the tags of several frameworks are in one file ({', '.join(sorted(frameworks))})")
         return out
+
+    def _frameworks(self) -> set[str]:
+        return {_FRAMEWORK_TAGS[tag] for tag in self.tags_used if tag in _FRAMEWORK_TAGS}
 
     def _meta(self) -> dict[str, Any]:
         return {"event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),
