@@ -35,10 +35,11 @@ from ingest.parsers._common import (
     to_bool,
     to_int,
 )
+from ingest.parsers._hf import summary_results
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
-from perfledger.vocabulary import LogFormat
+from perfledger.vocabulary import Evidence, LogFormat
 
 GIB_TO_GB = 1.073741824
 _HEADER = struct.Struct("<QI")
@@ -80,6 +81,8 @@ TAGS: dict[str, tuple[str, float]] = {
 _FRAMEWORK_TAGS = {"lm loss": "megatron-lm", "iteration-time": "megatron-lm", "reduced_train_loss": "nemo",
                    "train_step_timing in s": "nemo", "train/loss": "transformers",
                    "loss_metrics/global_avg_loss": "torchtitan", "time_metrics/end_to_end(s)": "torchtitan"}
+# HF Trainer's run summary, written once at the end -> the run's samples/s result (as trainer_state.json gives it)
+_RUN_TAGS = {"train/train_samples_per_second": "train_samples_per_second", "train/train_runtime": "train_runtime"}
 _TEXT_SUFFIX = "/text_summary"
 _ARGS = frozenset({
     "world_size", "seq_length", "global_batch_size", "micro_batch_size", "tensor_model_parallel_size",
@@ -92,7 +95,8 @@ READ_BLOCK = 1 << 20
 # A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
 # of these is not decoded (Megatron's `... vs samples` copies, histograms, images).
 _WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(
-    {tag.encode() for tag in TAGS} | {(arg + _TEXT_SUFFIX).encode() for arg in _ARGS}, key=len, reverse=True)))
+    {tag.encode() for tag in (*TAGS, *_RUN_TAGS)} | {(arg + _TEXT_SUFFIX).encode() for arg in _ARGS}, key=len,
+    reverse=True)))
 
 
 def _is_event_file(head: bytes) -> bool:
@@ -125,6 +129,7 @@ class TensorBoardParser(LogParser):
         self.tags_used: Counter[str] = Counter()
         self.other_tags = 0
         self.other_records = 0
+        self.run_figures: dict[str, float] = {}
         self.skipped_bytes = 0
         self._pending: dict[int, dict[str, float]] = {}
         self._out: list[dict[str, float]] = []
@@ -234,6 +239,8 @@ class TensorBoardParser(LogParser):
         tag = value.tag
         if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
             self._argument(tag[:-len(_TEXT_SUFFIX)], value)
+        elif tag in _RUN_TAGS and (scalar := _scalar(value)) is not None:
+            self.run_figures[_RUN_TAGS[tag]] = scalar
         else:
             self.other_tags += 1
 
@@ -267,8 +274,11 @@ class TensorBoardParser(LogParser):
             raise ParseError(self.file_name, where, f"no training scalars ('lm loss', 'train/loss', "
                                                     f"'loss_metrics/global_avg_loss', ...) in {self.records:,} "
                                                     "event records")
+        results = summary_results(self.run_figures, file_name=self.file_name, locator="train/train_samples_per_second",
+                                  evidence=Evidence.MEASURED)
         return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
-                            warnings=tuple(self._warnings()), skipped_lines=self.skipped_lines, meta=self._meta())
+                            warnings=tuple(self._warnings()), results=tuple(results), skipped_lines=self.skipped_lines,
+                            meta=self._meta())
 
     def _config(self) -> RunConfig:
         arg = self.args.get

@@ -138,6 +138,16 @@ def test_hf_trainer_tags_written_as_simple_values_become_loss_lr_and_grad_norm()
     assert parser.finish().config.framework == "transformers"
 
 
+def test_hf_trainer_run_summary_tags_give_the_runs_samples_per_second() -> None:
+    raw = file_version() + scalars(10, {"train/loss": 2.0}) + scalars(10, {
+        "train/train_runtime": 100.0, "train/train_samples_per_second": 12.5, "train/total_flos": 1e15})
+    parser, steps = parse_bytes(raw)
+    results = parser.finish().results
+    assert steps.height == 1
+    assert [(r.metric, r.value, r.framework) for r in results] == [("samples_per_s", 12.5, "transformers")]
+    assert "train_runtime 100 s" in (results[0].note or "")
+
+
 def test_nemo_step_timing_and_reduced_loss_logged_in_separate_events_make_one_row_per_step() -> None:
     raw = file_version() + b"".join(
         scalars(s, {"reduced_train_loss": 3.0}, tensor=True) + scalars(s, {"train_step_timing in s": 1.5})
