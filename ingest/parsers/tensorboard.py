@@ -139,12 +139,13 @@ class TensorBoardParser(LogParser):
         raise ParseError(self.file_name, None, "a TensorBoard event file is binary; it is read with feed_stream")
 
     def feed_stream(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
+        event, pending, out = self._event, self._pending, self._out
         for number, payload in self._records(stream):
-            self._event(number, payload)
-            if len(self._pending) > PENDING_STEPS:
+            event(number, payload)
+            if len(pending) > PENDING_STEPS:
                 self._flush(PENDING_STEPS // 2)
-            if len(self._out) >= ROWS_PER_FRAME:
-                yield self._frame()
+                if len(out) >= ROWS_PER_FRAME:
+                    yield self._frame()
         self._flush(len(self._pending))
         if self._out:
             yield self._frame()
@@ -224,14 +225,15 @@ class TensorBoardParser(LogParser):
             if mapped is None:
                 self._other(value)
                 continue
-            scalar = value.simple_value if value.HasField("simple_value") else _scalar(value)
+            scalar = value.simple_value or _scalar(value)  # torch's writer: simple_value; TF2's: a 0-d tensor
             if scalar is None or step < 0:
                 self.problem(number, f"event record {number}: tag {tag!r} at step {step}: "
                                      f"{'holds no scalar' if scalar is None else 'negative step'}; skipped")
                 continue
-            row = self._pending.get(step)
+            pending = self._pending
+            row = pending.get(step)
             if row is None:
-                row = self._pending[step] = {}
+                row = pending[step] = {}
             row[mapped[0]] = scalar * mapped[1]
             self.tags_used[tag] += 1
 
@@ -260,7 +262,8 @@ class TensorBoardParser(LogParser):
             self._out.append(row)
 
     def _frame(self) -> pl.DataFrame:
-        rows, self._out = self._out, []
+        rows = self._out.copy()
+        self._out.clear()
         self.steps += len(rows)
         columns = {name: pl.Series(name, [row.get(name) for row in rows], dtype=dtype)
                    for name, dtype in STEP_SCHEMA.items() if any(name in row for row in rows)}
