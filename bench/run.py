@@ -6,7 +6,8 @@ Inputs are built at run time from tests/fixtures/logs into a temp dir (bench/inp
 Every timing is the median of --repeats runs (default 3), with min and max; ratios are medians over medians,
 measured in the same run on the same files:
   (1) `python -m ingest FILE --db duckdb:///<fresh>` end to end (subprocess, fresh DB each run) per format,
-      vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file;
+      vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file (a TensorBoard event
+      file, binary: a plain loop decoding every record);
   (2) peak RSS of that ingest process (os.wait4 rusage of the child), small vs large file;
   (3) MLPerf: our parser vs mlperf-logging's reader, when that package is installed;
   (4) a DuckDB store (full: 1,000 runs, 10M steps, 100k results) built in bulk: each page's
@@ -453,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
              "torchtitan": [2 * 10**6] if q else [100 * 10**6],
              "mlperf": [2 * 10**6] if q else [100 * 10**6],
              "wandb_history": [2 * 10**6] if q else [100 * 10**6],
-             "composer": [2 * 10**6] if q else [100 * 10**6]}
+             "composer": [2 * 10**6] if q else [100 * 10**6],
+             "tensorboard": [2 * 10**6] if q else [100 * 10**6]}
     if args.formats:
         sizes = {fmt: v for fmt, v in sizes.items() if fmt in set(args.formats.split(","))}
     store_size = (10, 100_000, 1_000) if q else (1000, 10_000_000, 100_000)

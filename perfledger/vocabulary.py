@@ -81,6 +81,7 @@ class LogFormat(StrEnum):
     MAXTEXT = "maxtext"
     WANDB_HISTORY = "wandb_history"
     COMPOSER = "composer"
+    TENSORBOARD = "tensorboard"
 
 
 class Precision(StrEnum):

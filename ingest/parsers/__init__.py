@@ -24,12 +24,14 @@ from ingest.parsers import (
     nanogpt,
     nemo,
     optimum_habana,
+    tensorboard,
     torchtitan,
     wandb_history,
 )
 from ingest.parsers.base import LogParser
 
 PARSERS: tuple[type[LogParser], ...] = (
+    tensorboard.PARSER,  # binary: asked first, by its bytes (LogParser.sniff_bytes)
     mlperf.PARSER,
     microbench.PARSER,
     claims_csv.PARSER,
