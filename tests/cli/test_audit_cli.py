@@ -19,7 +19,7 @@ def test_table_rows_show_their_own_metrics_unit(seeded_db_file: Path, capsys: py
     rows = json.loads(audit_output(seeded_db_file, "json", capsys))
     lines = audit_output(seeded_db_file, "table", capsys).splitlines()
     assert len(lines) == len(rows)
-    by_metric = {}
+    by_metric: dict[str, str] = {}
     for row, line in zip(rows, lines, strict=True):
         by_metric.setdefault(row["metric"], line)
         if row["metric"] != "model_tflops_per_device":
