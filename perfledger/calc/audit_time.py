@@ -113,20 +113,19 @@ def _throughputs(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: M
     if shape is None:
         return
     tflops = basis.get("model_tflops_per_device")
-    peaks: dict[str, float] | str = {}
+    peaks: dict[str, float] = {}  # only an MFU basis divides by a peak, and may use another precision's
     if tflops is None and "mfu" in basis:
-        peaks = audit_mfu.peaks_for(accels.get(claim.get("accelerator_id") or ""), claim.get("precision"))
-        if isinstance(peaks, str):
+        found = audit_mfu.peaks_for(accels.get(claim.get("accelerator_id") or ""), claim.get("precision"))
+        if isinstance(found, str):
             return
-        tflops = basis["mfu"] * peaks["_stated"]
+        peaks, tflops = found, basis["mfu"] * found["_stated"]
     if tflops is None:
         return
     source = "model TFLOP/s" if "model_tflops_per_device" in basis else f"MFU {basis.get('mfu', 0):.0%} of the peak"
     for c in conventions(claim.get("precision")):
-        if c.peak_precision is not None and not (isinstance(peaks, dict) and c.peak_precision in peaks):
+        if c.peak_precision is not None and c.peak_precision not in peaks:
             continue
-        value = tflops if c.peak_precision is None or isinstance(peaks, str) else (
-            basis["mfu"] * peaks[c.peak_precision])
+        value = tflops if c.peak_precision is None else basis["mfu"] * peaks[c.peak_precision]
         try:
             tps = value * 1e12 / c.flops(shape, seq)
         except (InvalidInput, ZeroDivisionError):
