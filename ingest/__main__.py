@@ -21,6 +21,7 @@ from perfledger import store
 from perfledger.catalog import Catalog
 from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
 from perfledger.process import exit_process, lean_process
+from perfledger.records import more_problems
 from perfledger.settings import load_settings
 from perfledger.store.runs import catalog_is_empty
 
@@ -100,8 +101,12 @@ def _print_text(o: IngestOutcome) -> None:
         print(f"  warning: {w}")
     if o.imported is not None:
         print(f"  claims: {o.imported}")
+    for u in o.unlinked:
+        print(f"  warning: {u.warning()}")
     if o.skipped_lines:
-        print(f"  {o.skipped_lines} lines skipped; first: {o.problems[0] if o.problems else '-'}")
+        print(f"  {o.skipped_lines:,} lines skipped; first: {o.problems[0] if o.problems else '-'}")
+    if (more := more_problems(o.problems_left_out)) is not None:
+        print(f"  {len(o.problems):,} problems listed (--json lists them) {more}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -31,8 +31,9 @@ from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_con
 from ingest.text import clean_text, iter_text_chunks
 from perfledger import store
 from perfledger.calc.steady import SteadyRule
+from perfledger.catalog.link import UnlinkedName
 from perfledger.errors import ParseError, PerfledgerError
-from perfledger.records import ParseSummary, PreparedRun, RunConfig
+from perfledger.records import ParseSummary, PreparedRun, RunConfig, more_problems
 from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
 
@@ -53,9 +54,11 @@ class IngestOutcome:
     summary: RunSummary
     skipped_lines: int
     problems: tuple[str, ...] = ()
+    problems_left_out: Mapping[str, int] = field(default_factory=dict)  # problems past the listed ones, by kind
     hints_changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # a stored run's update: (was, now)
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+    unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
 
     @property
     def rows_refused(self) -> bool:
@@ -67,10 +70,12 @@ class IngestOutcome:
                 "created": self.created, "hints_changed": {k: list(v) for k, v in self.hints_changed.items()},
                 "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
+                "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json()} | (
-                    {"imported": self.imported, "refused": self.refused or {}} if self.imported is not None else {})
+                    {"imported": self.imported, "refused": self.refused or {},
+                     "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
 
 # ------------------------------------------------------------------------------------------- prepare
@@ -109,6 +114,7 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
             sources=tuple(summary.sources) + _meta_sources(parsed.meta),
             skipped_lines=parsed.skipped_lines,
             problems=tuple(str(p) for p in parsed.problems),
+            problems_left_out=dict(parsed.problems_left_out),
             release=spool.close,
         )
     except BaseException:
@@ -154,6 +160,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         parsed = parser.finish()
         if parser.notes:
             parsed = replace(parsed, warnings=(*parsed.warnings, *parser.notes))
+        if parser.left_out:  # every parser's overflow, counted by kind in LogParser.note_problem
+            parsed = replace(parsed, problems_left_out=dict(parser.left_out))
         tail = getattr(parser, "final_steps", None)  # whole-file JSON parsers may finish only here
         if tail is not None:
             spool.add(tail())
@@ -300,7 +308,9 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
                          problems=prepared.problems + (saved.refused if saved else ()),
-                         imported=saved.imported if saved else None, refused=refused)
+                         problems_left_out=prepared.problems_left_out,
+                         imported=saved.imported if saved else None, refused=refused,
+                         unlinked=saved.unlinked if saved else ())
 
 
 __all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

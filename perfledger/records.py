@@ -6,15 +6,19 @@ Python objects; everything else is a small frozen dataclass.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import polars as pl
 
 from perfledger.vocabulary import LogFormat
+
+if TYPE_CHECKING:
+    from perfledger.catalog.link import UnlinkedName
 
 # One row per logged optimizer step. `tokens` and `samples` are per step over all devices;
 # reported_* are what the log itself printed (per device), kept beside our recomputation.
@@ -56,6 +60,26 @@ class LineProblem:
     def __str__(self) -> str:
         where = f"{self.file_name}:{self.line}" if self.line is not None else self.file_name
         return f"{where}: {self.reason}"
+
+
+_NUMBER = re.compile(r"\d[\d,.]*")
+
+
+def problem_kind(reason: str) -> str:
+    """What a problem is, without its particulars: the reason up to its first ";", numbers as N, so problems
+    that are not kept can still be counted by kind ("step 123 is beyond 64 bits; skipped" -> "step N is beyond
+    N bits")."""
+    return _NUMBER.sub("N", reason.split(";")[0]).strip()
+
+
+def more_problems(left_out: Mapping[str, int]) -> str | None:
+    """How many problems were counted but not listed, by kind, most first: "... and 1,234 more: 1,200 not a
+    number, 34 cut line"; None when every problem was listed."""
+    total = sum(left_out.values())
+    if not total:
+        return None
+    kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(left_out.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"... and {total:,} more: {kinds}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +171,7 @@ class ParseSummary:
     results: tuple[ResultRecord, ...] = ()  # non-step figures: MLPerf time to train, claims, microbench
     skipped_lines: int = 0
     meta: dict[str, Any] = field(default_factory=dict)  # format-specific extras kept in run.config JSON
+    problems_left_out: Mapping[str, int] = field(default_factory=dict)  # problems past the kept ones, by kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +180,7 @@ class SaveResult:
     created: bool
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: tuple[str, ...] = ()  # a claims file: "FILE:LINE: reason" for each row the store refused
+    unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its rows leave unlinked
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +218,7 @@ class PreparedRun:
     sources: tuple[Mapping[str, Any], ...] = ()
     skipped_lines: int = 0
     problems: tuple[str, ...] = ()  # the skipped lines (the first ones) as FILE:LINE: reason
+    problems_left_out: Mapping[str, int] = field(default_factory=dict)  # the problems not listed, by kind
     release: Callable[[], None] = field(default=_nothing_to_release, repr=False, compare=False)
 
     def close(self) -> None:

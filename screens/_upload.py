@@ -17,7 +17,7 @@ import streamlit as st
 from ingest import worker
 from perfledger import store
 from perfledger.errors import PerfledgerError
-from perfledger.records import PreparedRun, SaveResult
+from perfledger.records import PreparedRun, SaveResult, more_problems
 from screens import _ui
 
 HELD = "ru_prepared"  # session key of (SHA-256 of the uploaded bytes, its worker.Prepared)
@@ -50,6 +50,16 @@ def show_preview(pre: PreparedRun) -> None:
                    f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
     if pre.warnings:
         st.info("\n".join(f"- {_ui.plain(w)}" for w in pre.warnings), icon=":material/info:")
+    if pre.problems:
+        st.caption(_ui.plain(problems_caption(pre)))
+        st.dataframe({"line problem": list(pre.problems)}, hide_index=True, height=min(35 * len(pre.problems) + 38, 250))
+
+
+def problems_caption(pre: PreparedRun) -> str:
+    """How many line problems the table lists, and, where more were counted than listed, how many by kind."""
+    listed = f"{len(pre.problems):,} line problem{'s' if len(pre.problems) != 1 else ''} listed"
+    more = more_problems(pre.problems_left_out)
+    return f"{listed} {more}" if more else listed
 
 
 def limits() -> worker.Limits:

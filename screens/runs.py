@@ -15,6 +15,7 @@ from screens._upload import upload_panel
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
            "step_time_s_median": "%.3f", "value": "%,.6g"}
+SHOWN_FIRST = ("id", "file_name", "tokens_per_s_per_device", "mfu", "model_tflops_per_device")  # the run, its figures
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Runs")
@@ -29,7 +30,7 @@ if runs.height == 0:
 
 if not state.run:
     _ui.describe(state)
-    _ui.show_table(runs, FORMATS, key="runs_table")
+    _ui.show_table(runs, FORMATS, key="runs_table", first=SHOWN_FIRST)
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
         _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
@@ -81,18 +82,18 @@ else:
         if frame.height:
             st.markdown(f"**{title}**")
             _ui.show_table(frame, key=f"runs_{len(title)}")
-    st.altair_chart(charts.step_times(steps), width="stretch")
+    _ui.chart(charts.step_times(steps), state, "step-time")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
-        grid[i % 2].altair_chart(charts.step_figure(steps, ch.column, ch.title, ch.axis, printed=ch.printed,
-                                                    window=rv.steady_window(summary), fmt=ch.fmt), width="stretch")
+        _ui.chart(charts.step_figure(steps, ch.column, ch.title, ch.axis, printed=ch.printed,
+                                     window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
 if state.compared():
     both = rv.overlay_steps(state, db, steps)
     st.markdown(f"**{state.describe()}**, by {state.x}")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS if rv.drawable(both, c)):
-        grid[i % 2].altair_chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt),
-                                 width="stretch")
+        _ui.chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state, f"overlay-{ch.column}",
+                  where=grid[i % 2])
     st.markdown("**Config diff**")
     _ui.show_table(views.config_diff(db, state.run, *state.compared()), key="runs_diff")
 if summary is not None and figures.height:

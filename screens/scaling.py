@@ -38,12 +38,12 @@ _ui.implausible(table, db)
 computed = views.rows_of_kind(table, "computed")
 if state.section == "scaling" and computed.height:
     st.markdown("**Throughput vs devices** (dashed: ideal linear from each series' smallest device count)")
-    st.altair_chart(charts.scaling_lines(computed), width="stretch")
+    _ui.chart(charts.scaling_lines(computed), state, "lines")
 stored = views.rows_of_kind(table, "stored")
 if stored.height:
     st.markdown("**Stored (published) figures**, each with the baseline the source names")
     chart = charts.efficiency_bars(stored) if state.section == "scaling" else charts.ratio_bars(stored)
-    st.altair_chart(chart, width="stretch")
+    _ui.chart(chart, state, "stored")
 _ui.show_table(table, FORMATS, key="scaling_table")
 _ui.download(state, table)
 _ui.show_formula(PAGE, views.input_rows(table, db),

@@ -14,6 +14,7 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"speedup (x)": "%.2fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
+WIDTHS = {"baseline": 190, "candidate": 190, "caveats": 400}  # px: the pair, its ratio and caveats fit at 1440px
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Speedups")
@@ -61,8 +62,8 @@ if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")
 _ui.implausible(table, db)
-st.altair_chart(charts.speedup_bars(table), width="stretch")
-_ui.show_table(table, FORMATS, key="speedups_table")
+_ui.chart(charts.speedup_bars(table), state, "bars")
+_ui.show_table(table, FORMATS, key="speedups_table", widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, views.input_rows(table, db),
                  note=f"TFLOPS recomputed with the '{state.formula}' FLOPs formula at each row's sequence length.")

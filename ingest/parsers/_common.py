@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from perfledger.records import STEP_SCHEMA, LineProblem, RunConfig, empty_steps
+from perfledger.records import STEP_SCHEMA, RunConfig, empty_steps
 from perfledger.vocabulary import Precision
 
 # A printed number as frameworks write it: 12, 1.5, 1.000E-05, .5, nan, NAN, inf, -INF.
@@ -168,12 +168,6 @@ def concat_steps(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
     """Step frames -> one frame with exactly STEP_SCHEMA (empty frames allowed)."""
     kept = [f.select(list(STEP_SCHEMA)).cast(STEP_SCHEMA) for f in frames if f.height]  # type: ignore[arg-type]
     return pl.concat(kept) if kept else empty_steps()
-
-
-def note(problems: list[LineProblem], limit: int, problem: LineProblem) -> None:
-    """Keep a line problem for a line that was still used (not counted as skipped), within the limit."""
-    if len(problems) < limit:
-        problems.append(problem)
 
 
 def null_column(name: str, height: int, dtype: pl.DataType | type[pl.DataType]) -> pl.Series:

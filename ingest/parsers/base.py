@@ -9,16 +9,17 @@ problems, warnings, non-step results). The pipeline decides what to store and in
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import polars as pl
 
 from ingest.text import TextChunk
-from perfledger.records import LineProblem, ParseSummary, empty_steps
+from perfledger.records import LineProblem, ParseSummary, empty_steps, problem_kind
 from perfledger.vocabulary import LogFormat
 
-MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted, not kept, so memory stays bounded
+MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted by kind (left_out), not kept, so memory stays bounded
 # A line longer than this is skipped (counted) by the parsers that read lines in Python: no log line that carries a
 # figure is this long, and a regex's work on one line must stay small whatever the pattern.
 MAX_PARSED_LINE_CHARS = 64 * 1024
@@ -26,10 +27,12 @@ MAX_PARSED_LINE_CHARS = 64 * 1024
 
 class LogParser(ABC):
     format: ClassVar[LogFormat]
+    max_problems_kept: ClassVar[int | None] = MAX_PROBLEMS_KEPT  # None: every problem listed
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name
         self.problems: list[LineProblem] = []
+        self.left_out: Counter[str] = Counter()  # problems past MAX_PROBLEMS_KEPT, by kind: said, never silent
         self.skipped_lines = 0
         self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
 
@@ -84,10 +87,18 @@ class LogParser(ABC):
             if len(line) > MAX_PARSED_LINE_CHARS:
                 kept[i] = ""
                 self.problem(first_lineno + i, f"line of {len(line):,} characters (over {MAX_PARSED_LINE_CHARS:,}) "
-                                               "skipped")
+                                               "skipped", kind="line too long")
         return kept
 
-    def problem(self, line: int | None, reason: str) -> None:
+    def problem(self, line: int | None, reason: str, *, kind: str | None = None) -> None:
+        """A skipped line: counted, and listed while fewer than MAX_PROBLEMS_KEPT are (see note_problem)."""
         self.skipped_lines += 1
-        if len(self.problems) < MAX_PROBLEMS_KEPT:
+        self.note_problem(line, reason, kind=kind)
+
+    def note_problem(self, line: int | None, reason: str, *, kind: str | None = None) -> None:
+        """A line used only in part (not counted as skipped): listed while fewer than MAX_PROBLEMS_KEPT are, past
+        that counted in left_out under `kind` (default: problem_kind(reason)), so the output says what it left out."""
+        if self.max_problems_kept is None or len(self.problems) < self.max_problems_kept:
             self.problems.append(LineProblem(self.file_name, line, reason))
+        else:
+            self.left_out[kind or problem_kind(reason)] += 1

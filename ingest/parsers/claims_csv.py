@@ -27,7 +27,7 @@ import polars as pl
 from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
-from perfledger.records import LineProblem, ParseSummary, ResultRecord, RunConfig, empty_steps
+from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
 from perfledger.vocabulary import (
     LogFormat,
     Metric,
@@ -62,6 +62,7 @@ class RowError(ValueError):
 
 class ClaimsCsvParser(LogParser):
     format = LogFormat.CLAIMS_CSV
+    max_problems_kept = None  # every refusal listed: a claims file is small, and a refusal nobody sees is a silent drop
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
@@ -78,11 +79,6 @@ class ClaimsCsvParser(LogParser):
         self.lines: list[int] = []
         self.sources: dict[str, dict[str, str]] = {}
         self.refused: Counter[str] = Counter()
-
-    def problem(self, line: int | None, reason: str) -> None:
-        """Every refusal is kept: a claims file is small, and a refusal nobody sees is a silent drop."""
-        self.skipped_lines += 1
-        self.problems.append(LineProblem(self.file_name, line, reason))
 
     def refuse(self, line: int, reason: str, sentence: str) -> None:
         self.refused[reason] += 1

@@ -7,10 +7,13 @@ the source printed it). A name the catalog does not know is kept as printed with
 
 from __future__ import annotations
 
-from dataclasses import replace
+import shlex
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from perfledger.catalog.record import Catalog
-from perfledger.catalog.resolve import resolve_or_none
+from perfledger.catalog.resolve import nearest_ids, resolve_or_none
 from perfledger.records import ResultRecord
 
 KINDS: tuple[str, ...] = ("model", "accelerator")
@@ -43,3 +46,43 @@ def link_record(record: ResultRecord, catalog: Catalog) -> ResultRecord:
     acc_id, acc_printed = linked_ids("accelerator", record.accelerator_id, record.accelerator_as_printed, catalog)
     return replace(record, model_id=model_id, model_as_printed=model_printed,
                    accelerator_id=acc_id, accelerator_as_printed=acc_printed)
+
+
+@dataclass(frozen=True, slots=True)
+class UnlinkedName:
+    """A printed model or accelerator name no catalog row claims, the rows that print it, the nearest ids."""
+
+    kind: str
+    name: str
+    rows: int
+    nearest: tuple[str, ...]
+
+    def warning(self) -> str:
+        """One sentence: what is unlinked, how many rows, the nearest ids and the command that links it."""
+        rows = f"{self.rows:,} row{'s' if self.rows != 1 else ''}"
+        near = f"nearest: {', '.join(self.nearest)}" if self.nearest else "no catalog id is near"
+        target = self.nearest[0] if self.nearest else "ID"
+        return (f"{self.kind} {self.name!r} ({rows}) is not in the catalog ({near}); stored unlinked: "
+                f"{link_command(self.name, target)} links it")
+
+    def as_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "name": self.name, "rows": self.rows, "nearest": list(self.nearest)}
+
+
+def link_command(printed_name: str, catalog_id: str) -> str:
+    """The command that links every stored row printed `printed_name` to the catalog row `catalog_id`."""
+    quoted = shlex.quote(printed_name) if set(printed_name) & set('$`\\"!') else f'"{printed_name}"'
+    return f"python -m perfledger catalog link {quoted} {catalog_id}"
+
+
+def unlinked_in(records: Iterable[ResultRecord], catalog: Catalog) -> tuple[UnlinkedName, ...]:
+    """One entry per distinct printed name that `records` (already linked) leave unlinked, with its row count
+    and the three nearest `catalog` ids; most rows first, then by kind and name."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for r in records:
+        for kind, ident, printed in (("model", r.model_id, r.model_as_printed),
+                                     ("accelerator", r.accelerator_id, r.accelerator_as_printed)):
+            if ident is None and printed is not None and not is_absent(printed):
+                counts[(kind, printed)] += 1
+    found = [UnlinkedName(kind, name, n, nearest_ids(kind, name, catalog)) for (kind, name), n in counts.items()]
+    return tuple(sorted(found, key=lambda u: (-u.rows, u.kind, u.name)))

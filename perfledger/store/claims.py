@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine
 
 from perfledger import schema
-from perfledger.catalog.link import link_record
+from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
 from perfledger.records import ResultRecord
 from perfledger.store.catalog_table import catalog_from
 from perfledger.store.engine import connection
@@ -35,13 +35,14 @@ _COMPARED = ("value", "unit", "evidence", "note", "framework", "framework_versio
 
 @dataclass(frozen=True, slots=True)
 class ClaimsWrite:
-    """What an import did: rows added, updated (same key, new figures), unchanged, and those refused, each as
-    (index of the row among the file's claims, sentence)."""
+    """What an import did: rows added, updated (same key, new figures), unchanged, those refused, each as
+    (index of the row among the file's claims, sentence), and the printed names its stored rows leave unlinked."""
 
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     refused: tuple[tuple[int, str], ...] = ()
+    unlinked: tuple[UnlinkedName, ...] = ()
 
     def describe(self) -> str:
         """ "3 added, 2 updated, 0 unchanged" (and "; 1 refused" when some were)."""
@@ -90,8 +91,9 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
         conn.execute(_insert(conn, schema.source), fresh_sources)
     known = catalog_from(conn)
     rows: dict[str, dict[str, Any]] = {}
-    for record in keep:
-        row = asdict(link_record(replace(record, run_id=run_id), known))
+    linked = [link_record(replace(record, run_id=run_id), known) for record in keep]
+    for record, linked_record in zip(keep, linked, strict=True):
+        row = asdict(linked_record)
         row["row_key"] = claim_key(record)
         rows[row["row_key"]] = row
     stored = _stored(conn, list(rows))
@@ -102,7 +104,8 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
     for row in changed:
         values = {k: v for k, v in row.items() if k not in ("row_key", "id")}
         conn.execute(schema.result.update().where(schema.result.c.row_key == row["row_key"]).values(values))
-    return ClaimsWrite(len(added), len(changed), len(rows) - len(added) - len(changed), tuple(refused))
+    return ClaimsWrite(len(added), len(changed), len(rows) - len(added) - len(changed), tuple(refused),
+                       unlinked_in(linked, known))
 
 
 def _insert(conn: Connection, table: sa.Table) -> sa.Insert:

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from perfledger import schema
-from perfledger.catalog.link import link_record
+from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
 from perfledger.catalog.record import Catalog
 from perfledger.errors import StoreError
 from perfledger.records import STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
@@ -42,7 +42,8 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
         with connection(engine, write=True) as conn:
             existing = _run_id(conn, prepared.content_sha256)
             if existing is not None:
-                return SaveResult(existing, created=False, imported=_unchanged(prepared))
+                return SaveResult(existing, created=False, imported=_unchanged(prepared),
+                                  unlinked=_still_unlinked(conn, prepared))
             run_id = _insert_run(conn, prepared, ingested_at or datetime.now(UTC))
             steps = prepared.steps
             insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
@@ -51,7 +52,7 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
                 written = upsert_claims(conn, prepared.results, prepared.sources, run_id=run_id,
                                         importer=importer, token=token)
                 return SaveResult(run_id, created=True, imported=written.describe(),
-                                  refused=_refusals(prepared, written))
+                                  refused=_refusals(prepared, written), unlinked=written.unlinked)
             insert_missing(conn, schema.source, prepared.sources)
             insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
     except StoreError as exc:
@@ -65,6 +66,14 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
 
 def _unchanged(prepared: PreparedRun) -> str | None:
     return f"0 added, 0 updated, {len(prepared.results)} unchanged" if prepared.format is LogFormat.CLAIMS_CSV else None
+
+
+def _still_unlinked(conn: Connection, prepared: PreparedRun) -> tuple[UnlinkedName, ...]:
+    """A claims file stored before: the printed names its rows still leave unlinked (the catalog may have grown)."""
+    if prepared.format is not LogFormat.CLAIMS_CSV:
+        return ()
+    known = catalog_from(conn)
+    return unlinked_in((link_record(r, known) for r in prepared.results), known)
 
 
 def _refusals(prepared: PreparedRun, written: ClaimsWrite) -> tuple[str, ...]:

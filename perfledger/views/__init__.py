@@ -32,7 +32,15 @@ from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
 from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts
 from perfledger.views.audit import table as audit_table
 from perfledger.views.links import HEADLINES, link
-from perfledger.views.output import export, implausible_in, input_rows, render, rows_as_inputs
+from perfledger.views.output import (
+    chart_file_name,
+    chart_image,
+    export,
+    implausible_in,
+    input_rows,
+    render,
+    rows_as_inputs,
+)
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
 from perfledger.views.runs import (
@@ -90,6 +98,8 @@ __all__ = [
     "audit_rule",
     "audit_table",
     "caveat_list",
+    "chart_file_name",
+    "chart_image",
     "chosen_row",
     "config_diff",
     "export",

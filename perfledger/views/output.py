@@ -1,10 +1,13 @@
-"""A page's table as bytes (the Download button and `python -m perfledger export` give the same), and the stored
-rows a table was computed from."""
+"""A page's table as bytes (the Download button and `python -m perfledger export` give the same), a page's chart as a
+PNG or SVG file, and the stored rows a table was computed from."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import parse_qsl
@@ -17,6 +20,7 @@ from perfledger.errors import InvalidQuery
 from perfledger.views.registry import state_from_query, table
 
 Format = Literal["csv", "json"]
+ImageFormat = Literal["png", "svg"]
 INPUT_COLUMNS = ("id", "source_id", "model_id", "accelerator_id", "n_devices", "framework", "framework_version",
                  "precision", "seq_len", "global_batch", "metric", "value", "unit", "evidence", "locator")
 
@@ -46,6 +50,35 @@ def render(frame: pl.DataFrame, fmt: Format = "csv") -> bytes:
     if fmt == "json":
         return (json.dumps(frame.to_dicts(), default=str, allow_nan=False, indent=1) + "\n").encode()
     raise InvalidQuery(f"unknown export format {fmt!r}; use csv or json")
+
+
+@functools.lru_cache(maxsize=16)
+def chart_image(spec: str, fmt: ImageFormat) -> bytes:
+    """A chart's Vega-Lite JSON drawn as a file (vl-convert, no browser): PNG at twice the screen's pixels, or SVG.
+
+    0.1-0.5 s a chart, so a page asks for it only when the file is downloaded; cached by spec for repeat clicks.
+    """
+    import vl_convert
+
+    if fmt == "png":
+        return bytes(vl_convert.vegalite_to_png(spec, scale=2))
+    if fmt == "svg":
+        return vl_convert.vegalite_to_svg(spec).encode()
+    raise InvalidQuery(f"unknown image format {fmt!r}; use png or svg")
+
+
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9._=,+-]+|\.{2,}")
+_MAX_STATE_CHARS = 80
+
+
+def chart_file_name(slug: str, chart: str, query: str, fmt: ImageFormat) -> str:
+    """`perfledger-SLUG-CHART[-QUERY].FMT`: the page, the chart and the view's URL query, in characters every file
+    system keeps; a long query is cut and ends in a hash of the whole, so two views never share a name."""
+    state = _UNSAFE_IN_FILE_NAME.sub("_", query.lstrip("?")).strip("._")
+    if len(state) > _MAX_STATE_CHARS:
+        state = f"{state[:_MAX_STATE_CHARS - 9]}-{hashlib.sha256(query.encode()).hexdigest()[:8]}"
+    name = _UNSAFE_IN_FILE_NAME.sub("_", chart).strip("._") or "chart"
+    return "-".join(part for part in ("perfledger", slug, name, state) if part) + f".{fmt}"
 
 
 def export(slug: str, query: str, engine: Engine, fmt: Format = "csv") -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
+from perfledger.catalog.link import link_command
 from perfledger.vocabulary import LogFormat, SourceKind
 
 
@@ -57,12 +57,6 @@ def imports(engine: Engine) -> pl.DataFrame:
              .rename({"imported": "imported (UTC)"}))
     return frame.select(list(IMPORT_SCHEMA)).cast(IMPORT_SCHEMA).sort(  # type: ignore[arg-type]
         ["imported (UTC)", "source"], descending=[True, False], nulls_last=True)
-
-
-def link_command(printed_name: str, catalog_id: str) -> str:
-    """The command that links every stored row printed `printed_name` to the catalog row `catalog_id`."""
-    quoted = shlex.quote(printed_name) if set(printed_name) & set('$`\\"!') else f'"{printed_name}"'
-    return f"python -m perfledger catalog link {quoted} {catalog_id}"
 
 
 def unlinked(engine: Engine) -> pl.DataFrame:

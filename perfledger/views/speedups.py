@@ -211,7 +211,7 @@ def _stored_ratios(rows: pl.DataFrame, preset: Preset) -> list[dict[str, Any]]:
             "model": r["model_id"], "kind": "stored ratio (published)",
             "baseline": r["baseline"] or "named in the source", "candidate": _label(r),
             "candidate devices": r["n_devices"], "metric": "relative_throughput", "speedup (x)": r["value"],
-            "caveats": "a published ratio: no underlying results are stored, so it is shown as stored, not recomputed",
+            "caveats": "a published ratio: shown as stored, not recomputed",
             "source": r["source_id"], "candidate result id": r["id"],
         }
         for r in stored.to_dicts()

@@ -32,6 +32,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 START_TIMEOUT_S = 60.0
 UI_TIMEOUT_MS = 60_000  # a loaded 2-core machine takes 10-20 s for a first render
+expect.set_options(timeout=UI_TIMEOUT_MS)  # assertions wait as long as actions: charts draw late on a busy host
 VIEWPORT = {"width": 1440, "height": 1000}
 
 

@@ -121,3 +121,17 @@ def test_moe_active_params_do_not_exceed_total() -> None:
         if row["active_params"] and row["params"] and float(row["active_params"]) > float(row["params"])
     ]
     assert over == []
+
+
+def test_the_genslm_models_of_emani_et_al_have_their_published_shapes() -> None:
+    """genslm_{25M,250M,2.5B,25B}_patric: ramanathanlab/genslm genslm/architectures/neox/*.json (GPT-NeoX)."""
+    rows = {r["id"]: r for r in _rows("models.csv") if r["family"] == "genslm"}
+    shapes = {k: tuple(int(rows[k][c]) for c in ("layers", "hidden", "heads", "ffn_hidden", "vocab"))
+              for k in ("genslm-25m", "genslm-250m", "genslm-2.5b", "genslm-25b")}
+    assert shapes == {"genslm-25m": (8, 512, 8, 2048, 69), "genslm-250m": (12, 1840, 16, 2048, 69),
+                      "genslm-2.5b": (28, 3840, 32, 4096, 69), "genslm-25b": (64, 8196, 64, 8000, 69)}
+    assert {rows[k]["source_id"] for k in shapes} == {"genslm_repo"}
+    assert rows["genslm-25m"]["params"] == "25290752" and rows["genslm-2.5b"]["params"] == "2533931008"
+    for k in shapes:
+        computed = _params_from_shape(rows[k])
+        assert computed is not None and abs(computed / float(rows[k]["params"]) - 1) < 0.01

@@ -76,3 +76,39 @@ def test_a_store_never_initialised_uses_the_bundled_catalog_and_says_so(tmp_path
     assert not any("has no architecture" in w for w in stored["warnings"])
     assert any("run `python -m perfledger init`" in w for w in stored["warnings"])
     assert stored["steady_state"]["model_tflops_per_device"] is not None and stored["steady_state"]["mfu"] is not None
+
+
+def test_a_claims_table_with_unknown_names_prints_one_warning_per_name_and_lists_them_in_json(tmp_path: Path) -> None:
+    from tests.claims.test_published_table import claims_csv
+
+    data, rows = claims_csv(model=str)  # the README's Model cells as printed ("70b"): none is a catalog name
+    table = tmp_path / "mpt_as_printed.csv"
+    table.write_bytes(data)
+    db = f"duckdb:///{tmp_path / 's.duckdb'}"
+    subprocess.run([sys.executable, "-m", "perfledger", "init", "--db", db], cwd=ROOT, check=True, capture_output=True)
+    out = ingest(str(table), "--db", db)
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stdout.splitlines() if "is not in the catalog" in line]
+    assert len(warnings) == 9 and len({w.split("'")[1] for w in warnings}) == 9
+    assert any(w.startswith("  warning: model '70b' (36 rows) is not in the catalog (nearest: mpt-70b,")
+               for w in warnings)
+    again = json.loads(ingest(str(table), "--db", db, "--json").stdout)
+    assert again["imported"] == f"0 added, 0 updated, {rows * 4} unchanged"
+    assert {u["name"]: u["rows"] for u in again["unlinked"]}["70b"] == 36
+    assert again["unlinked"][0]["nearest"][0].startswith("mpt-")
+
+
+def test_problems_past_the_listed_ones_are_counted_by_kind_in_text_and_json(tmp_path: Path) -> None:
+    from tests.ingest.parsers.test_problems_left_out import KILLED, with_cut_lines
+
+    raw, _ = with_cut_lines()
+    log = tmp_path / KILLED.name
+    log.write_bytes(raw)
+    out = ingest(str(log), "--db", f"duckdb:///{tmp_path / 's.duckdb'}", "--json")
+    assert out.returncode == 0, out.stderr
+    stored = json.loads(out.stdout)
+    left = stored["problems_left_out"]["cut line"]
+    assert len(stored["problems"]) == 200 and stored["skipped_lines"] >= 200 + left
+    assert stored["problems_more"] == f"... and {left:,} more: {left:,} cut line"
+    text = ingest(str(log), "--db", f"duckdb:///{tmp_path / 't.duckdb'}")
+    assert f"  200 problems listed (--json lists them) ... and {left:,} more: {left:,} cut line" in text.stdout

@@ -5,9 +5,11 @@ bench/fuzz.py runs the long version (100,000 cases, bench/README.md)."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from tests.ingest.mutations import PARSED, REFUSED, cases, corpus, describe, run_case
+from tests.ingest.mutations import MUTATIONS, PARSED, REFUSED, cases, corpus, describe, run_case
 
 SEED = 24
 CASES_PER_FORMAT = 100  # 1,400 cases, about 20 s on one free core
@@ -23,3 +25,10 @@ def test_a_mutated_log_parses_or_is_refused_with_its_file_name(fmt: str) -> None
 
 def test_every_format_has_fixtures_to_mutate() -> None:
     assert len(CORPUS) >= 14
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_every_mutation_accepts_what_an_earlier_one_left(name: str) -> None:
+    rng = random.Random(SEED)
+    for raw in (b"x", b"\n", b"ab"):
+        assert isinstance(MUTATIONS[name](raw, rng), bytes)

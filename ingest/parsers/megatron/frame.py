@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.parsers._common import finite_or_null, note, step_frame_from_columns
-from ingest.parsers.base import MAX_PROBLEMS_KEPT
+from ingest.parsers._common import finite_or_null, step_frame_from_columns
 from ingest.parsers.megatron.config import ConfigReader, _Launch
 from ingest.parsers.megatron.scan import _StepLines
-from perfledger.records import LineProblem, empty_steps
+from perfledger.records import empty_steps
 
 
 class StepFramer(ConfigReader):
@@ -59,12 +58,11 @@ class StepFramer(ConfigReader):
         for n in lineno.filter(~ok).to_list():
             self._s.truncated += 1
             self.problem(n, "iteration line without a complete 'elapsed time per iteration (ms)' field "
-                            "(cut short?); the line was skipped")
+                            "(cut short?); the line was skipped", kind="cut line")
         for n in lineno.filter(ok & ~complete).to_list():
             self._s.incomplete_lines += 1
-            note(self.problems, MAX_PROBLEMS_KEPT, LineProblem(
-                self.file_name, n, "iteration line ends before 'number of nan iterations' (cut short?); "
-                                   "kept the fields that were complete"))
+            self.note_problem(n, "iteration line ends before 'number of nan iterations' (cut short?); kept the "
+                                 "fields that were complete", kind="cut line, complete fields kept")
         out = {k: v.filter(ok) for k, v in cols.items()} if not ok.all() else dict(cols)
         out["_step"] = step.filter(ok)
         out["_lineno"] = lineno.filter(ok)

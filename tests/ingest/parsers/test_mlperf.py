@@ -81,3 +81,92 @@ def test_parse_is_the_same_whatever_the_chunk_size() -> None:
     _, small = parse_with(mlperf.PARSER, LOGS / name, chunk_bytes=4096)
     _, large = parse_with(mlperf.PARSER, LOGS / name, chunk_bytes=8 * 1024 * 1024)
     assert small.equals(large)
+
+
+@pytest.mark.parametrize("name", ["cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt",
+                                  "mangoboost_mi300x_1node_llama2_70b_lora_v5.1_result_0.txt",
+                                  "amd_mi355x_llama31_8b_v5.1_result_0.txt"])
+def test_lines_read_in_bulk_give_what_json_loads_gives(name: str) -> None:
+    """An escaped slash is the same JSON but sends every line to json.loads instead of the bulk reader."""
+    text = (LOGS / name).read_text(encoding="utf-8")
+    bulk_summary, bulk = parse_text(PARSER, text, name)
+    json_summary, by_json = parse_text(PARSER, text.replace('"/', '"\\/'), name)
+    assert bulk.height > 0 and bulk.equals(by_json)
+    assert bulk_summary == json_summary
+
+
+def test_a_repeated_key_counts_as_json_loads_reads_it() -> None:
+    line = (':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "tracked_stats", '
+            '"value": {"train_step_time": 1.0, "train_step_time": 2.0}, "metadata": {"step": 3, "step": 4}}')
+    _, steps = parse_text(PARSER, line)
+    assert steps.select("step", "step_time_s").row(0) == (4, 2.0)
+
+
+def _event(key: str, value: object, meta: str = "{}", time_ms: int = 1) -> str:
+    import json
+
+    return (f':::MLLOG {{"namespace": "", "time_ms": {time_ms}, "event_type": "POINT_IN_TIME", "key": "{key}", '
+            f'"value": {json.dumps(value)}, "metadata": {meta}}}')
+
+
+def _block_only_log(platform: str, *config: str) -> str:
+    lines = [*config, _event("submission_platform", platform), _event("submission_benchmark", "llama2_70b_lora"),
+             _event("global_batch_size", 8), _event("run_start", None, time_ms=1000)]
+    lines += [_event("tracked_stats", {"throughput": 2.0}, f'{{"samples_count": {8 * 24 * k}}}') for k in (1, 2, 3)]
+    lines += [_event("run_stop", None, '{"status": "success", "samples_count": 576}', time_ms=101_000)]
+    return "\n".join(lines)
+
+
+def test_platform_names_nodes_system_and_devices_per_node() -> None:
+    from ingest.parsers._mlperf_config import Platform, read_platform
+
+    assert read_platform("1xXE9680x8H100-SXM-80GB") == Platform(1, "XE9680", 8, "H100-SXM-80GB")
+    assert read_platform("1xXE9680x8H100-SXM-80GB").devices == 8
+    assert read_platform("640xNVIDIA GB200") == Platform(640, "NVIDIA GB200", None, "NVIDIA GB200")
+    assert read_platform("1xMI300X").devices is None and read_platform("tpu-v5p").accelerator == "tpu-v5p"
+
+
+def test_submission_platform_gives_devices_and_the_catalog_accelerator() -> None:
+    summary, _ = parse_text(PARSER, _block_only_log("1xXE9680x8H100-SXM-80GB"))
+    c = summary.config
+    assert (c.n_devices, c.accelerator, c.accelerator_as_printed) == (8, "h100-sxm", "H100-SXM-80GB")
+    assert summary.meta["n_nodes"] == 1 and summary.meta["system_name"] == "XE9680"
+    assert any("submission_platform" in w for w in summary.warnings)
+
+
+def test_an_accelerator_the_catalog_lacks_is_kept_as_printed() -> None:
+    summary, _ = parse_text(PARSER, _block_only_log("2xSomeBox x4 Zeta-9000"))
+    assert (summary.config.n_devices, summary.config.accelerator) == (8, None)
+    assert summary.config.accelerator_as_printed == "Zeta-9000"
+
+
+def test_seq_len_and_shape_come_from_the_config_dump() -> None:
+    dump = ("[NeMo I 2024-05-01 model:]", "  encoder_seq_length: 8192", "  num_layers: 80", "  hidden_size: 8192",
+            "  ffn_hidden_size: 28672", "  num_attention_heads: 64", "  num_query_groups: 8")
+    summary, steps = parse_text(PARSER, _block_only_log("1xXE9680x8H100-SXM-80GB", *dump))
+    c = summary.config
+    assert (c.seq_len, c.num_layers, c.hidden_size, c.ffn_hidden_size) == (8192, 80, 8192, 28672)
+    assert (c.num_attention_heads, c.num_kv_heads) == (64, 8)
+    assert steps["tokens"].to_list() == [8 * 8192] * 3
+
+
+def test_mllog_keys_win_over_the_config_dump() -> None:
+    text = _block_only_log("1xMI300X", "  seq_length: 4096", _event("max_sequence_length", 8192))
+    summary, _ = parse_text(PARSER, text)
+    assert summary.config.seq_len == 8192  # the dump came first in the file, but the MLLOG key is what MLPerf states
+
+
+def test_logged_throughput_is_kept_per_step_and_tokens_per_device_are_derived() -> None:
+    summary, steps = parse_text(PARSER, _block_only_log("1xXE9680x8H100-SXM-80GB", "  seq_length: 4096"))
+    assert steps["reported_tokens_per_s_per_device"].to_list() == [2.0 * 4096 / 8] * 3
+    per_device = next(r for r in summary.results if r.metric == "tokens_per_s_per_device")
+    assert per_device.evidence == "derived" and DERIVED_NOTE in (per_device.note or "")
+    assert per_device.value == pytest.approx(576 * 4096 / 100.0 / 8)
+    assert summary.meta["headline"] == {"metric": "time_to_train_s", "value": 100.0, "unit": "s"}
+
+
+def test_block_average_rows_are_not_stored_as_repeated_steps() -> None:
+    summary, steps = parse_with(PARSER, LOGS / "nvidia_hsg_ngpu2560_llama31_405b_nemo_v5.1_result_0.txt")
+    assert steps["step"].is_unique().all()
+    assert steps.height == 340 and summary.meta["block_average_rows"] == 3
+    assert any("block-average rows" in w for w in summary.warnings)
