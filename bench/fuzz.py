@@ -61,6 +61,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--formats", default="", help="comma list of formats to mutate (default: all)")
     args = parser.parse_args()
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()  # the code the run starts on
     shares = [args.n // args.jobs + (k < args.n % args.jobs) for k in range(args.jobs)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
@@ -70,8 +72,6 @@ def main() -> int:
     outcomes: Counter[str] = sum((p[0] for p in parts), Counter())
     formats: Counter[str] = sum((p[1] for p in parts), Counter())
     failures = [f for p in parts for f in p[2]]
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip()
     report = {"cases": sum(outcomes.values()), "seconds": round(seconds, 1), "jobs": args.jobs, "seed": args.seed,
               "commit": commit, "outcomes": {o: outcomes[o] for o in OUTCOMES}, "formats": dict(sorted(formats.items()))}
     for failure in failures:

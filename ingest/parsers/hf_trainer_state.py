@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number
+from ingest.parsers._common import json_number, to_int
 from ingest.parsers._hf import JsonFileParser, summary_results
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
@@ -64,7 +64,11 @@ class HfTrainerStateParser(JsonFileParser):
             elif "train_runtime" in entry:
                 summary = entry
             elif "loss" in entry and isinstance(entry.get("step"), int):
-                rows.append({"step": entry["step"], "loss": json_number(entry.get("loss")),
+                if (step := to_int(entry["step"])) is None:
+                    if not quiet:
+                        self.problem(None, f"log_history[{index}]: step {entry['step']} is beyond 64 bits; skipped")
+                    continue
+                rows.append({"step": step, "loss": json_number(entry.get("loss")),
                              "lr": json_number(entry.get("learning_rate")), "grad_norm": json_number(entry.get("grad_norm"))})
         return rows, summary
 

@@ -41,6 +41,9 @@ CASES = {
     "MLPerf global batch of 2**64": ("nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt",
                                      r'"key": "global_batch_size", "value": (\d+)', str(2**64)),
     "DeepSpeed step of 2**64": ("dschat_step1_sft_opt1.3b_gbs128.log", r"\[Rank 0\] step=(\d+)", str(2**64)),
+    "HF trainer_state step of 2**63": ("jaong_cpt_large_finetune_trainer_state.json", r'"step": (\d+)', str(2**63)),
+    "HF trainer_state step of -2**63-1": ("jaong_cpt_large_finetune_trainer_state.json", r'"step": (\d+)',
+                                          str(-2**63 - 1)),
     "HF train_runtime of inf": ("jaong_cpt_large_finetune_windows_console_crlf.txt",
                                 r"train_runtime\s+= (\S+)", "inf:00:00"),
 }
