@@ -12,7 +12,7 @@ import pytest
 from tests.ingest.mutations import MUTATIONS, PARSED, REFUSED, cases, corpus, describe, run_case
 
 SEED = 24
-CASES_PER_FORMAT = 100  # 1,400 cases, about 20 s on one free core
+CASES_PER_FORMAT = 100  # 1,800 cases (18 formats), about 30 s on one free core
 CORPUS = corpus()
 
 
@@ -24,7 +24,7 @@ def test_a_mutated_log_parses_or_is_refused_with_its_file_name(fmt: str) -> None
 
 
 def test_every_format_has_fixtures_to_mutate() -> None:
-    assert len(CORPUS) >= 14
+    assert len(CORPUS) >= 18
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
