@@ -6,8 +6,10 @@ the floor a "just write a loop" parser would reach; the ingest must be at least 
 
 from __future__ import annotations
 
+import csv
 import json
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -70,7 +72,69 @@ def mlperf(path: Path) -> int:
     return len(rows)
 
 
-LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf}
+_WANDB_FIELDS = ("_step", "_runtime", "train/step", "train/global_step", "train/loss", "train/lr",
+                 "train/learning_rate", "train/grad_norm", "throughput/batches_per_sec",
+                 "throughput/device/tokens_per_sec", "throughput/device/mfu", "time/token", "time/sample")
+_COMPOSER_ITEM = re.compile(rf"Train (\S+): ({NUM})\s*$")
+_COMPOSER_BATCH = re.compile(r"\[batch=(\d+)")
+_COMPOSER_FIELDS = frozenset({"loss/train/total", "throughput/batches_per_sec", "throughput/device/tokens_per_sec",
+                              "throughput/device/mfu", "time/train", "time/token", "time/sample",
+                              "memory/peak_reserved_mem", "l2_norm/grad/global", "lr-DecoupledAdamW/group0"})
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def wandb_history(path: Path) -> int:
+    rows = []
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        wanted = [i for i, name in enumerate(header) if name in _WANDB_FIELDS]
+        for fields in reader:
+            if len(fields) == len(header):
+                rows.append([_float(fields[i]) for i in wanted])
+    return len(rows)
+
+
+def composer(path: Path) -> int:
+    rows: list[dict[str, float]] = []
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "[batch=" in line and (m := _COMPOSER_BATCH.search(line)):
+                rows.append({"batch": float(m.group(1))})
+            elif "Train " in line and rows and (m := _COMPOSER_ITEM.search(line)) and m.group(1) in _COMPOSER_FIELDS:
+                rows[-1][m.group(1)] = float(m.group(2))
+    return len(rows)
+
+
+
+
+def tensorboard(path: Path) -> int:
+    """A TensorBoard event file has no lines: the plain loop reads each record's length, decodes every Event with
+    the tensorboard package's protobuf and keeps the Megatron step tags' scalars (no checksum checked; the
+    package's own reader, EventFileLoader, checks them in pure Python and runs at about 0.4 MB/s)."""
+    from tensorboard.compat.proto import event_pb2
+
+    tags = {"iteration-time", "lm loss", "learning-rate", "grad-norm", "throughput", "batch-size",
+            "mem-max-allocated-bytes"}
+    steps: dict[int, dict[str, float]] = {}
+    with path.open("rb") as f:
+        while header := f.read(12):
+            (length,) = struct.unpack("<Q", header[:8])
+            event = event_pb2.Event.FromString(f.read(length + 4)[:length])
+            for value in event.summary.value:
+                if value.tag in tags:
+                    steps.setdefault(event.step, {})[value.tag] = value.simple_value
+    return len(steps)
+
+
+LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf, "wandb_history": wandb_history,
+         "composer": composer, "tensorboard": tensorboard}
 
 if __name__ == "__main__":  # python bench/baselines.py FORMAT FILE -> rows found
     print(LOOPS[sys.argv[1]](Path(sys.argv[2])))

@@ -2,6 +2,7 @@
 
     nice .venv/bin/python bench/fuzz.py                   # 100,000 cases, one worker per core
     .venv/bin/python bench/fuzz.py -n 2000 --jobs 1       # a quick look
+    .venv/bin/python bench/fuzz.py -n 500 --jobs 1 --formats composer,wandb_history   # some formats only
     .venv/bin/python bench/fuzz.py --json                 # one JSON object
 
 A case is one or two mutations of a fixture (tests/ingest/mutations.py: byte flips, duplicated, dropped and cut
@@ -30,9 +31,13 @@ sys.path.insert(0, str(ROOT))
 from tests.ingest.mutations import BAD_VALUE, CRASHED, OUTCOMES, cases, corpus, describe, run_case
 
 
-def worker(seed: int, part: int, count: int) -> tuple[Counter[str], Counter[str], list[str]]:
-    """Run `count` cases (round-robin over the formats); outcome counts, per-format cases, and each failure."""
-    logs = corpus()
+def worker(seed: int, part: int, count: int, only: frozenset[str] = frozenset()) -> tuple[
+        Counter[str], Counter[str], list[str]]:
+    """Run `count` cases (round-robin over the formats, or those in `only`); outcome counts, per-format cases,
+    and each failure."""
+    logs = {fmt: files for fmt, files in corpus().items() if not only or fmt in only}
+    if not logs:
+        raise SystemExit(f"no fixture of the formats {', '.join(sorted(only))}")
     outcomes: Counter[str] = Counter()
     formats: Counter[str] = Counter()
     failures: list[str] = []
@@ -54,11 +59,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--formats", default="", help="comma list of formats to mutate (default: all)")
     args = parser.parse_args()
     shares = [args.n // args.jobs + (k < args.n % args.jobs) for k in range(args.jobs)]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
-        parts = list(pool.map(worker, [args.seed] * args.jobs, range(args.jobs), shares))
+        only = frozenset(filter(None, args.formats.split(",")))
+        parts = list(pool.map(worker, [args.seed] * args.jobs, range(args.jobs), shares, [only] * args.jobs))
     seconds = time.perf_counter() - start
     outcomes: Counter[str] = sum((p[0] for p in parts), Counter())
     formats: Counter[str] = sum((p[1] for p in parts), Counter())

@@ -1,5 +1,8 @@
 """Benchmark inputs, built at run time from the real fixtures in tests/fixtures/logs (never committed).
 
+A TensorBoard event file is built the same way from its records (build_events): the records before the first
+step are the head, the rest the body, each copy's Events re-framed with their steps advanced.
+
 A fixture is split into head (lines before its first step line), body (first to last step line) and tail.
 The body is repeated until the file reaches the wanted size, each copy with its step numbers (and the
 counters that go with them: consumed samples/tokens, MLPerf time_ms) advanced past the previous copy, so the
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +43,19 @@ SPECS: dict[str, Spec] = {
         "cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt",
         r'"key": "tracked_stats"',
         (r'"step": (\d+(?:\.\d+)?)', r'"time_ms": (\d+)', r'"samples_count": (\d+(?:\.\d+)?)'),
+    ),
+    "wandb_history": Spec(  # index, _step, _runtime, _timestamp and train/step (13th field) advance
+        "oraby8_tts_grpo_wandb_history.csv",
+        r"^\d+,\d+,",
+        (r"^(\d+),", r"^\d+,(\d+),", r"^\d+,\d+,([\d.]+),", r"^(?:[^,]*,){4}([\d.]+),",
+         r"^(?:[^,]*,){12}([\d.]+),"),
+    ),
+    "composer": Spec(
+        "helios113_dyna_composer_h100nvl_console.log",
+        r"\[batch=\d+/\d+\]:",
+        (r"\[batch=(\d+)/", r"Train time/batch: (\d+)", r"time/batch_in_epoch: (\d+)", r"Train time/sample: (\d+)",
+         r"time/sample_in_epoch: (\d+)", r"Train time/token: (\d+)", r"time/token_in_epoch: (\d+)",
+         r"Train time/train: ([\d.]+)", r"Train time/total: ([\d.]+)"),
     ),
 }
 
@@ -114,8 +131,53 @@ def iter_text(fmt: str, size: int) -> Iterator[str]:
     yield "".join(tail)
 
 
+EVENTS_FIXTURE = "cscs_gh200_llama3_1b_10n4g_megatron.events.out.tfevents.1776244695.nid007435.275938.0"
+
+
+def _event_records(raw: bytes) -> list[bytes]:
+    records, at = [], 0
+    while at + 12 <= len(raw):
+        (length,) = struct.unpack_from("<Q", raw, at)
+        records.append(raw[at + 12 : at + 12 + length])
+        at += 16 + length
+    return records
+
+
+def _framed(payload: bytes) -> bytes:
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    length = struct.pack("<Q", len(payload))
+    return length + struct.pack("<I", masked_crc32c(length)) + payload + struct.pack("<I", masked_crc32c(payload))
+
+
+def build_events(size: int, path: Path) -> int:
+    """A Megatron TensorBoard event file of about `size` bytes: the fixture's step records repeated, each copy's
+    steps advanced past the previous copy's (the `... vs samples` tags by samples)."""
+    from tensorboard.compat.proto import event_pb2
+
+    events = [event_pb2.Event.FromString(r) for r in _event_records((FIXTURES / EVENTS_FIXTURE).read_bytes())]
+    first = next(i for i, e in enumerate(events) if e.step > 0)
+    head, body = events[:first], events[first:]
+    iterations = max(e.step for e in body if not any(v.tag.endswith("vs samples") for v in e.summary.value))
+    samples = max(e.step for e in body)
+    with path.open("wb") as out:
+        written = sum(out.write(_framed(e.SerializeToString())) for e in head)
+        copy = 0
+        while written < size:
+            for e in body:
+                shifted = event_pb2.Event()
+                shifted.CopyFrom(e)
+                by_samples = any(v.tag.endswith("vs samples") for v in e.summary.value)
+                shifted.step = e.step + copy * (samples if by_samples else iterations)
+                written += out.write(_framed(shifted.SerializeToString()))
+            copy += 1
+    return path.stat().st_size
+
+
 def build(fmt: str, size: int, path: Path) -> int:
     """Write the log to `path`; returns its size in bytes."""
+    if fmt == "tensorboard":
+        return build_events(size, path)
     with path.open("w", encoding="utf-8", newline="") as out:
         for piece in iter_text(fmt, size):
             out.write(piece)

@@ -6,7 +6,8 @@ Inputs are built at run time from tests/fixtures/logs into a temp dir (bench/inp
 Every timing is the median of --repeats runs (default 3), with min and max; ratios are medians over medians,
 measured in the same run on the same files:
   (1) `python -m ingest FILE --db duckdb:///<fresh>` end to end (subprocess, fresh DB each run) per format,
-      vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file;
+      vs `wc -l` and vs a plain Python regex loop (bench/baselines.py) on the same file (a TensorBoard event
+      file, binary: a plain loop decoding every record);
   (2) peak RSS of that ingest process (os.wait4 rusage of the child), small vs large file;
   (3) MLPerf: our parser vs mlperf-logging's reader, when that package is installed;
   (4) a DuckDB store (full: 1,000 runs, 10M steps, 100k results) built in bulk: each page's
@@ -445,12 +446,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv")
+    ap.add_argument("--formats", default="", help="comma list of formats to ingest (default: every one with inputs)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     q = args.quick
     sizes = {"megatron": [8 * 10**6] if q else [100 * 10**6, 1000 * 10**6],
              "torchtitan": [2 * 10**6] if q else [100 * 10**6],
-             "mlperf": [2 * 10**6] if q else [100 * 10**6]}
+             "mlperf": [2 * 10**6] if q else [100 * 10**6],
+             "wandb_history": [2 * 10**6] if q else [100 * 10**6],
+             "composer": [2 * 10**6] if q else [100 * 10**6],
+             "tensorboard": [2 * 10**6] if q else [100 * 10**6]}
+    if args.formats:
+        sizes = {fmt: v for fmt, v in sizes.items() if fmt in set(args.formats.split(","))}
     store_size = (10, 100_000, 1_000) if q else (1000, 10_000_000, 100_000)
     csv_rows = 1_000 if q else 100_000
 
@@ -539,11 +546,11 @@ def print_table(r: dict[str, Any]) -> None:
         s = r["startup"]
         print(f"\nprocess fixed cost (tiny log): {fmt_t(s['seconds'])}, peak RSS {s['peak_rss_mb']['max']:.0f} MB")
     if "ingest" in r:
-        print(f"\n{'format':<11}{'MB':>7}{'steps':>10}  {'ingest MB/s [min-max]':<24}{'wc MB/s':>9}{'loop MB/s':>10}"
+        print(f"\n{'format':<14}{'MB':>7}{'steps':>10}  {'ingest MB/s [min-max]':<24}{'wc MB/s':>9}{'loop MB/s':>10}"
               f"{'vs wc':>8}{'vs loop':>8}{'peak RSS MB':>12}")
         for x in r["ingest"]:
             mbs = x["mb_s"]
-            print(f"{x['format']:<11}{x['file_mb']:>7.0f}{x['steps']:>10}  "
+            print(f"{x['format']:<14}{x['file_mb']:>7.0f}{x['steps']:>10}  "
                   f"{mbs['median']:>6.1f} [{mbs['min']:.1f}-{mbs['max']:.1f}]{'':<7}{x['wc_mb_s']:>9.0f}"
                   f"{x['regex_loop_mb_s']:>10.1f}{x['vs_wc']:>8.4f}{x['vs_regex_loop']:>8.2f}"
                   f"{x['peak_rss_mb']['max']:>12.0f}")

@@ -87,8 +87,10 @@ def _print_text(o: IngestOutcome) -> None:
                        ("mfu", "MFU")):
         if (theirs := reported.get(f"reported_{key}")) is not None:
             diff = reported.get(f"diff_{key}")
+            over = (reported.get("printed_over") or {}).get(key)
             print(f"  printed by the log: {label} {theirs:,.4g}"
-                  + (f" (recomputed differs by {diff:+.1%})" if diff is not None else ""))
+                  + (f" (recomputed differs by {diff:+.1%})" if diff is not None else "")
+                  + (f" [{over}]" if over else ""))
     if reported.get("explanation"):
         print(f"  {reported['explanation']}")
     if s["first_step"] is not None:

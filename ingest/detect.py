@@ -8,6 +8,8 @@ markers) keeps the file when it comes before the most-claimed one, or when that 
 MIN_EVIDENCE lines. A line that would have won under first match but was outweighed (one
 stray `:::MLLOG` line atop a Megatron log) is a stray line: the parser counts it as skipped and the run says so.
 
+A binary format (TensorBoard events) is asked first, by its bytes (LogParser.sniff_bytes): its head is no text.
+
 Some logs open with 64 KiB of shell trace or environment dump before their framework says a word (a bigscience
 Megatron job's `module load` trace); `detect_head` looks again at a wider head (1 MiB) when the 64 KiB head
 names no format, or names one by fewer than MIN_EVIDENCE lines.
@@ -25,8 +27,8 @@ import polars as pl
 
 from ingest.parsers import registry
 from ingest.parsers._common import concat_steps
-from ingest.parsers.base import LogParser
-from ingest.text import HEAD_BYTES, clean_text, decode, head_text, iter_line_chunks
+from ingest.parsers.base import LogParser, step_frames
+from ingest.text import HEAD_BYTES, clean_text, decode, head_text
 from perfledger.errors import UnknownFormat
 from perfledger.records import ParseSummary
 from perfledger.vocabulary import LogFormat
@@ -82,8 +84,12 @@ def detect_format(head: str, *, file_name: str) -> type[LogParser]:
 
 
 def weigh_head(raw: bytes, *, file_name: str) -> Detection:
-    """weigh() on the first 64 KiB of `raw`; on all of it (up to 1 MiB) when that names no format, or names one
-    by fewer than MIN_EVIDENCE lines (a stray line at the top of a log whose own lines start later)."""
+    """The parser that reads its bytes, when one claims `raw`; else weigh() on the first 64 KiB of `raw`; on all
+    of it (up to 1 MiB) when that names no format, or names one by fewer than MIN_EVIDENCE lines (a stray line at
+    the top of a log whose own lines start later)."""
+    binary = next((p for p in registry() if p.reads_bytes and p.sniff_bytes(raw, file_name)), None)
+    if binary is not None:
+        return Detection(binary, 0)
     try:
         found = weigh(head_text(raw[:HEAD_BYTES]), file_name=file_name)
     except UnknownFormat:
@@ -123,9 +129,9 @@ def parse_file(path: Path) -> tuple[ParseSummary, pl.DataFrame]:
     """Detect, then parse the whole file: (summary, all steps). A convenience for tests and scripts."""
     parser = detect_file(path)(path.name)
     with _open(path) as stream:
-        frames = [parser.feed(lines, first) for first, lines in iter_line_chunks(stream)]
+        frames = list(step_frames(parser, stream))
     summary = parser.finish()
-    return summary, concat_steps(frames)
+    return summary, concat_steps([*frames, parser.final_steps()])
 
 
 def _open(path: Path) -> BinaryIO:

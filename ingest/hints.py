@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
-from perfledger import catalog
+from perfledger import catalog, store
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import RunConfig
 
@@ -55,6 +55,19 @@ def hints(model: str | None = None, accelerator: str | None = None, devices: int
                         "fp8); the run's precision stays unstated")
         config = replace(config, precision=None)
     return Hints(config=config, warnings=tuple(warnings), unlinked=tuple(unlinked))
+
+
+def hints_for(engine: store.Engine, model: str | None = None, accelerator: str | None = None,
+              devices: int | None = None, precision: str | None = None, seq_len: int | None = None) -> Hints:
+    """hints() with names resolved against the store's catalog (the bundled one for a store never initialised);
+    with no name given, the store is not read."""
+    from perfledger.store.runs import catalog_is_empty
+
+    if not model and not accelerator:
+        return hints(devices=devices, precision=precision, seq_len=seq_len)
+    known = None if catalog_is_empty(engine) else store.catalog_record(engine)
+    return hints(model=model, accelerator=accelerator, devices=devices, precision=precision, seq_len=seq_len,
+                 known=known)
 
 
 def _resolved(kind: str, resolve: Callable[[str], str], name: str | None, warnings: list[str],

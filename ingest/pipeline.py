@@ -153,8 +153,11 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
 def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
     """One pass over the file: every step frame into the spool, in batches; what else the parser learnt."""
     try:
-        chunks = iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes)
-        frames = read_ahead(chunks, parser.prepare_chunk, parser.feed_prepared)
+        if parser.reads_bytes:  # a binary format: the stream itself, read once in order
+            frames = parser.feed_stream(stream)
+        else:
+            chunks = iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes)
+            frames = read_ahead(chunks, parser.prepare_chunk, parser.feed_prepared)
         for frame in coalesced(_reporting(frames, progress), STEP_BATCH_ROWS):
             spool.add(frame)
         parsed = parser.finish()

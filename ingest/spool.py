@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from perfledger.calc.phases import PHASE_COLUMNS
 from perfledger.records import STEP_SCHEMA, StepFiles
 from perfledger.store.leftovers import spool_folder
 
@@ -38,6 +39,7 @@ class StepSpool:
         self.in_step_order = True  # never goes back (repeats allowed)
         self.increasing = True  # rises strictly
         self._reported: set[str] = set()
+        self._phases = False  # whether the log prints an RLHF step's parts (then the summary reads them)
 
     def add(self, frame: pl.DataFrame) -> None:
         if not frame.height:
@@ -54,6 +56,7 @@ class StepSpool:
         self.increasing = self.increasing and strictly_increasing(step, after=self._last_step)
         self._last_step = step[-1]
         self._reported.update(c for c in REPORTED_COLUMNS if frame[c].null_count() < frame.height)
+        self._phases = self._phases or frame["generation_s"].null_count() < frame.height
 
     def ordered(self) -> tuple[Path, ...]:
         """The files in step order (repeated steps in the log's order): as written, or sorted into one file."""
@@ -70,9 +73,12 @@ class StepSpool:
         return (self._sorted,)
 
     def for_summary(self) -> pl.LazyFrame:
-        """The columns the summary reads, in step order: a reported figure only where the log printed it."""
+        """The columns the summary reads, in step order: a reported figure or an RLHF step's parts only where the
+        log printed them."""
         files = self.ordered()
         reported = [c for c in REPORTED_COLUMNS if c in self._reported]
+        if self._phases:
+            reported += ["samples", *PHASE_COLUMNS]
         if not files:
             return pl.LazyFrame(schema={c: pl.Float64 for c in STEADY_COLUMNS} | {"step": pl.Int64, "launch": pl.Int64})
         return pl.scan_parquet(list(files)).select(*STEADY_COLUMNS, *reported)

@@ -14,12 +14,14 @@ from typing import Any
 
 import polars as pl
 
+from ingest.printed import RunFigure, derived_results, run_figures
 from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
 from perfledger.calc.conventions import conventions
 from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
+from perfledger.calc.phases import phase_figures
 from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
@@ -56,6 +58,7 @@ class RunSummary:
     sources: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
     launch: int | None = None  # the launch summarised (the longest)
+    phases: dict[str, float] = field(default_factory=dict)  # an RLHF step's parts (perfledger.calc.phases)
 
     def launches_json(self) -> list[dict[str, Any]]:
         return [span.as_dict() | {"summarised": span.launch == self.launch} for span in self.launches]
@@ -82,7 +85,7 @@ class RunSummary:
             "peak": self.peak,
             "rule": s.rule.as_dict() if s else SteadyRule().as_dict(),
             "rule_text": (s.rule if s else SteadyRule()).describe(),
-        }
+        } | self.phases
         return {k: _finite(v) for k, v in out.items()}
 
     def results_json(self) -> list[dict[str, Any]]:
@@ -160,6 +163,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if steady is not None and (flags := not_steady(steady)):
         warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
     window = _window_medians(steps.lazy(), steady)
+    phases = phase_figures(steps.lazy(), steady.first_step, steady.last_step) if steady else {}
     tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
     shape = _shape(config, model_row)
@@ -169,19 +173,20 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if tflops is None and "model_tflops_per_device" not in why:
         why["model_tflops_per_device"] = "needs tokens/s per device" if f else why.get("flops_per_token", "")
     mfu, peak = _mfu(tflops, acc_row, config, why)
-    reported = _reported(window, tps_dev, tflops, mfu)
+    printed = run_figures(parsed.format, parsed.results, config)
+    reported = _reported(window, tps_dev, tflops, mfu, printed)
     if shape is not None and seq_len and tps_dev:
         _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
     for key, reason in why.items():
         if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
             warnings.append(f"{key} not computed: {reason}")
-    results = tuple(_resolved_result(r) for r in parsed.results) + _measured_results(
-        parsed, config, steady, tps_dev, tflops, mfu)
+    results = tuple(_resolved_result(r) for r in parsed.results) + derived_results(printed, config) + _measured_results(
+        parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))
     return RunSummary(
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
-        launches=launches, launch=launch,
+        launches=launches, launch=launch, phases=phases,
     )
 
 
@@ -269,12 +274,16 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
 
 
 def _reported(window: dict[str, float | None], tps: float | None, tflops: float | None,
-              mfu: float | None) -> dict[str, Any]:
-    """The log's own figures (median over the window) beside ours, with the relative difference."""
+              mfu: float | None, printed: Mapping[str, RunFigure]) -> dict[str, Any]:
+    """The log's own figures (median over the window, else printed once for the run: `printed_over` says over
+    what) beside ours, with the relative difference."""
     out: dict[str, Any] = {}
     for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
                          ("reported_mfu", mfu)):
         theirs = window.get(column)
+        if theirs is None and column in printed:
+            theirs = printed[column].value
+            out.setdefault("printed_over", {})[column.removeprefix("reported_")] = printed[column].over
         if theirs is None:
             continue
         out[column] = theirs
@@ -328,7 +337,8 @@ def _resolved_result(record: ResultRecord) -> ResultRecord:
 
 
 def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadyState | None, tps: float | None,
-                      tflops: float | None, mfu: float | None) -> tuple[ResultRecord, ...]:
+                      tflops: float | None, mfu: float | None,
+                      samples_per_s: float | None = None) -> tuple[ResultRecord, ...]:
     """The run's steady-state figures as result rows, so they sit beside published claims on every page."""
     if steady is None:
         return ()
@@ -346,6 +356,6 @@ def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadySta
         note=note)
     figures = (("tokens_per_s_per_device", tps, "tokens/s/device"),
                ("model_tflops_per_device", tflops, "TFLOP/s/device"), ("mfu", mfu, "fraction"),
-               ("step_time_s", steady.step_time_s_median, "s"))
+               ("step_time_s", steady.step_time_s_median, "s"), ("samples_per_s", samples_per_s, "samples/s"))
     return tuple(replace(base, metric=metric, value=value, unit=unit)
                  for metric, value, unit in figures if value is not None and math.isfinite(value))

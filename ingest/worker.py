@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +122,15 @@ class Job:
         self.proc.wait()
 
 
-def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, limits: Limits) -> Job:
-    """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store)."""
+def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, limits: Limits,
+                  overrides: Mapping[str, Any] | None = None) -> Job:
+    """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store).
+    `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision, seq_len),
+    names resolved against the store's catalog in the worker; a name not in it is kept as printed, warned."""
     folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     (folder / "upload").write_bytes(raw)
-    (folder / "request.json").write_text(json.dumps({"file_name": printable(file_name), "limit": limit}))
+    request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
+    (folder / "request.json").write_text(json.dumps(request))
     return Job("prepare", folder, db_url, limits)
 
 
@@ -191,13 +195,15 @@ def _limit_self(limits: Limits) -> None:
 
 def _prepare(folder: Path) -> dict[str, Any]:
     from ingest import pipeline
+    from ingest.hints import hints_for
     from perfledger import store
 
     request = json.loads((folder / "request.json").read_text())
     tempfile.tempdir = str(folder)  # the step spool's folder sits here: moving the files out is a rename
     engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
+    given = hints_for(engine, **(request.get("overrides") or {}))
     with (folder / "upload").open("rb") as raw:
-        prepared = pipeline.prepare(raw, request["file_name"], engine=engine, limit=request["limit"])
+        prepared = pipeline.prepare(raw, request["file_name"], given, engine=engine, limit=request["limit"])
     with prepared:
         (folder / "upload").unlink()
         steps = folder / "steps"

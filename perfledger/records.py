@@ -35,6 +35,10 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "reported_tokens_per_s_per_device": pl.Float64(),
     "memory_gb": pl.Float64(),
     "launch": pl.Int64(),  # which launch of the file (null: the log holds one); see perfledger.calc.launches
+    # An RLHF step's parts as the log prints them (DeepSpeed-Chat step 3): the generation (rollout) time and the
+    # training time within step_time_s; the rest is scoring and gathering. See perfledger.calc.phases.
+    "generation_s": pl.Float64(),
+    "training_s": pl.Float64(),
 }
 
 

@@ -117,6 +117,8 @@ step = Table(
     Column("reported_tokens_per_s_per_device", Float),
     Column("memory_gb", Float),
     Column("launch", Integer),  # launch number within the file; null for a log of one launch
+    Column("generation_s", Float),  # RLHF: the step's generation part, as printed
+    Column("training_s", Float),  # RLHF: the step's training part, as printed
     # PostgreSQL reads a run's steps through it. DuckDB finds them as fast from its per-row-group min/max
     # (4.4 ms for a 10k-step run of 10M rows with or without it), and maintaining it cost 40% of an ingest's
     # insert time and 57% more file size; stores made before this still have it, harmlessly.

@@ -79,6 +79,9 @@ class LogFormat(StrEnum):
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
     MAXTEXT = "maxtext"
+    WANDB_HISTORY = "wandb_history"
+    COMPOSER = "composer"
+    TENSORBOARD = "tensorboard"
 
 
 class Precision(StrEnum):

@@ -19,10 +19,10 @@ def delete_panel(page: Page[Any], run_id: int) -> None:
     if cfg.read_only:
         return
     with st.expander("Delete this run", icon=":material/delete:", expanded=False):
-        if not token_unlocks_writing(page.key("del_tok")):
+        if not token_unlocks_writing(_ui.key(page, "del_tok")):
             return
-        sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key=page.key("del_ok"))
-        if st.button("Delete", type="primary", disabled=not sure, key=page.key("del")):
+        sure = st.checkbox(f"Delete run {run_id}, its steps and the results it produced", key=_ui.key(page, "del_ok"))
+        if st.button("Delete", type="primary", disabled=not sure, key=_ui.key(page, "del")):
             try:
                 store.delete_run(db, run_id)
             except PerfledgerError as exc:

@@ -1,27 +1,40 @@
-"""The write panels of the Runs page: upload -> preview -> store, and the token guard they share.
+"""The write panels of the Runs page: upload -> preview (-> the form's choices) -> store, and the token guard
+they share.
 
-An upload is parsed once: the prepared run is kept in the session (under the SHA-256 of the uploaded bytes), so
-the reruns Streamlit makes (the click on "Store this run" among them) show it and store it without parsing again.
+An upload is parsed once per set of choices: the prepared run is kept in the session (under the SHA-256 of the
+uploaded bytes and the choices it was prepared with), so the reruns Streamlit makes (the click on "Store this run"
+among them) show it and store it without parsing again. The form below the preview (model, accelerator, devices,
+precision, seq len) starts from what the log states; choices that differ travel to the worker as hints. For bytes
+already stored, the form re-annotates the stored run instead (ingest.pipeline.restate: nothing parsed).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import time
-from collections.abc import Callable, MutableMapping  # st.session_state is one, keyed by str or int
+from collections.abc import Callable, Mapping, MutableMapping  # st.session_state is one, keyed by str or int
 from typing import Any
 
 import streamlit as st
 
-from ingest import worker
+from ingest import pipeline, worker
+from ingest.hints import hints_for
 from perfledger import store
 from perfledger.errors import PerfledgerError
 from perfledger.records import PreparedRun, SaveResult, more_problems
+from perfledger.views import upload as up
+from perfledger.views.registry import Page
+from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
 from screens import _ui
 
-HELD = "ru_prepared"  # session key of (SHA-256 of the uploaded bytes, its worker.Prepared)
-WORKING = "ru_working"  # session key of (SHA-256 of the uploaded bytes, the worker.Job preparing it)
+# Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
+HELD = "upload_prepared"  # (SHA-256 of the uploaded bytes + the choices, its worker.Prepared)
+WORKING = "upload_working"  # (SHA-256 of the uploaded bytes + the choices, the worker.Job preparing it)
+STATED = "upload_stated"  # (SHA-256 of the uploaded bytes, the up.Choices its log states)
+CHOSEN = "upload_chosen"  # (SHA-256 of the uploaded bytes, the up.Choices the preview was prepared with)
+STORED = "upload_stored"  # (SHA-256 of the uploaded bytes, the run they were stored as from this session)
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
 
 
@@ -48,8 +61,8 @@ def show_preview(pre: PreparedRun) -> None:
     if ss["first_step"] is not None:
         st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
                    f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
-    if pre.warnings:
-        st.info("\n".join(f"- {_ui.plain(w)}" for w in pre.warnings), icon=":material/info:")
+    if pre.warnings:  # written for the command line too: its flags read as the form's selectors
+        st.info("\n".join(f"- {_ui.plain(up.for_the_form(w))}" for w in pre.warnings), icon=":material/info:")
     if pre.problems:
         st.caption(_ui.plain(problems_caption(pre)))
         st.dataframe({"line problem": list(pre.problems)}, hide_index=True, height=min(35 * len(pre.problems) + 38, 250))
@@ -72,18 +85,20 @@ def _db_url(engine: store.Engine) -> str:
 
 
 def prepared_upload(state: MutableMapping[Any, Any], raw: bytes, file_name: str, engine: store.Engine,
-                    limit: int, tick: Tick = _quiet) -> PreparedRun:
+                    limit: int, tick: Tick = _quiet, overrides: Mapping[str, Any] | None = None) -> PreparedRun:
     """The upload's prepared run: parsed by a worker process at its first render (tick(seconds) while it works),
-    then taken from `state` (the session) on every rerun; a new upload replaces (and closes) the one held before.
-    A rerun that interrupts the wait finds the same worker in `state` and waits on."""
-    digest = hashlib.sha256(raw).hexdigest()
+    then taken from `state` (the session) on every rerun; a new upload, or new `overrides` (the keyword arguments
+    of ingest.hints.hints), replaces (and closes) the one held before. A rerun that interrupts the wait finds the
+    same worker in `state` and waits on."""
+    digest = hashlib.sha256(raw).hexdigest() + json.dumps(dict(overrides or {}), sort_keys=True)
     held = state.get(HELD)
     if held is not None and held[0] == digest:
         return held[1].run  # type: ignore[no-any-return]
     job = state.get(WORKING)
     if job is None or job[0] != digest:
         drop_held(state)
-        job = state[WORKING] = (digest, worker.start_prepare(raw, file_name, _db_url(engine), limit, limits()))
+        job = state[WORKING] = (digest, worker.start_prepare(raw, file_name, _db_url(engine), limit, limits(),
+                                                                    overrides))
     try:
         worker.wait(job[1], tick)
     finally:
@@ -176,37 +191,132 @@ def _progress(what: str) -> tuple[Tick, Callable[[], None]]:
     return tick, clear
 
 
-def upload_panel() -> None:
-    """Upload -> preview -> commit; hidden when read-only, token-guarded when a token is set."""
+def _name_choice(where: Any, label: str, ids: list[str], current: str | None, key: Callable[[str], str]) -> str | None:
+    """A catalog id from a list, or a name typed in (stored as printed, warned about): whichever was changed from
+    its starting value; the typed name when both were."""
+    known = current is not None and current in ids
+    picked = where.selectbox(f"{label} (catalog id)", ["", *ids], index=ids.index(current) + 1 if current in ids else 0,
+                             format_func=lambda v: v or "— not stated —", key=key(label.lower()))
+    typed_first = "" if known else current or ""
+    typed = str(where.text_input(f"… or a {label.lower()} name not in the catalog", typed_first,
+                                 key=key(f"{label.lower()}_name"))).strip()
+    return typed or None if typed != typed_first else picked or typed or None
+
+
+def hint_form(page: Page[Any], db: store.Engine, first: up.Choices, digest: str, action: str) -> up.Choices | None:
+    """The model, accelerator, devices, precision and seq len selectors, starting from `first`; the choices once
+    the form is submitted with the `action` button, else None."""
+    def key(name: str) -> str:
+        return _ui.key(page, f"up_{name}_{digest[:12]}")  # a new file's form starts from what its log states
+
+    with st.form(key("form"), border=False):
+        st.caption("What the log states, corrected or completed here (a name not in the catalog is kept as "
+                   "typed, with a warning):")
+        c = st.columns(2)
+        model = _name_choice(c[0], "Model", store.models(db)["id"].to_list(), first.model, key)
+        accelerator = _name_choice(c[1], "Accelerator", store.accelerators(db)["id"].to_list(), first.accelerator, key)
+        d = st.columns(3)
+        devices = d[0].number_input("Devices (0 = not stated)", 0, value=first.devices or 0, step=1, key=key("dev"))
+        options = list(dict.fromkeys(["", *up.PRECISIONS, first.precision or ""]))
+        precision = d[1].selectbox("Precision", options, index=options.index(first.precision or ""),
+                                   format_func=lambda v: v or "— not stated —", key=key("prec"))
+        seq_len = d[2].number_input("Seq len (0 = not stated)", 0, value=first.seq_len or 0, step=1, key=key("seq"))
+        if not st.form_submit_button(action, key=key("apply")):
+            return None
+    return up.chosen(model, accelerator, int(devices), precision, int(seq_len))
+
+
+def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -> None:
+    """For bytes already stored: the form re-annotates that run from its stored steps and says what changed."""
+    row = store.run(db, run_id)
+    if row is None:
+        return
+    if row.format in IMPORTS:
+        st.info(f"These bytes are already stored as import {run_id} (the Sources page lists its figures).")
+        return
+    st.info(f"These bytes are already stored as run {run_id}; the form below updates its annotations and its "
+            "figures from its stored steps.")
+    first = up.stated(row.config)
+    picked = hint_form(page, db, first, digest, f"Update run {run_id}")
+    if picked is None:
+        return
+    try:
+        outcome = pipeline.restate(db, run_id, hints_for(db, **up.overrides(first, picked).as_json()))
+    except PerfledgerError as exc:
+        st.error(_ui.plain(exc), icon=":material/error:")
+        return
+    st.success(_ui.plain(f"Run {run_id}: {up.changes_text(outcome.hints_changed)}."), icon=":material/edit:")
+    for warning in (w for w in outcome.summary.warnings if outcome.hints_changed and "catalog" in w):
+        st.warning(_ui.plain(up.for_the_form(warning)))
+
+
+def upload_panel(page: Page[Any]) -> None:
+    """Upload -> preview -> choices -> commit (or re-annotate); hidden when read-only, token-guarded when a token
+    is set."""
     cfg, db = _ui.settings(), _ui.engine()
     if cfg.read_only:
         return
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
-        if not token_unlocks_writing("ru_tok"):
+        if not token_unlocks_writing(_ui.key(page, "tok")):
             return
         f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf… (gzip ok, up to "
-                             f"{cfg.max_upload_mb} MB)", key="ru_file")
+                             f"{cfg.max_upload_mb} MB)", key=_ui.key(page, "file"))
         if f is None:
             drop_held(st.session_state)
+            st.session_state.pop(STORED, None)
             return
+        raw = f.getvalue()
+        digest = hashlib.sha256(raw).hexdigest()
+        stored = st.session_state.get(STORED)
+        if stored is not None and stored[0] == digest:  # just stored: the file stays in the box, unparsed
+            restate_panel(page, db, stored[1], digest)
+            return
+        chosen = _held_for(st.session_state, CHOSEN, digest) or up.Choices()
         tick, done = _progress("Reading the log")
         try:
-            pre = prepared_upload(st.session_state, f.getvalue(), f.name, db, cfg.max_upload_mb * 2**20, tick)
+            pre = prepared_upload(st.session_state, raw, f.name, db, cfg.max_upload_mb * 2**20, tick,
+                                  chosen.as_json())
             existing = store.find_run(db, pre.content_sha256)
         except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
             done()
             st.error(str(exc), icon=":material/error:")
             return
         done()
+        if _held_for(st.session_state, STATED, digest) is None:
+            st.session_state[STATED] = (digest, up.stated(pre.config))  # the first parse: nothing chosen yet
         show_preview(pre)
         if existing is not None:
-            st.info(f"These bytes are already stored as run {existing}.")
-        elif st.button("Store this run", type="primary", key="ru_commit"):
-            tick, done = _progress("Storing the run")
-            try:
-                saved = store_prepared(st.session_state, db, tick)
-            except PerfledgerError as exc:
-                done()
-                _ui.render_error(exc)
-            st.query_params.from_dict({"run": str(saved.run_id)})
+            restate_panel(page, db, existing, digest)
+            return
+        if pre.format in IMPORTS:  # published figures, each row with its own model and accelerator
+            store_button(page, db, digest)
+            return
+        stated = _held_for(st.session_state, STATED, digest) or up.Choices()
+        picked = hint_form(page, db, stated, digest, "Apply to the preview")
+        if picked is not None and up.overrides(stated, picked) != chosen:
+            st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
             st.rerun()
+        store_button(page, db, digest)
+
+
+def store_button(page: Page[Any], db: store.Engine, digest: str) -> None:
+    if st.button("Store this run", type="primary", key=_ui.key(page, "commit")):
+        store_panel(db, digest)
+
+
+def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choices | None:
+    held = state.get(key)
+    return held[1] if held is not None and held[0] == digest else None
+
+
+def store_panel(db: store.Engine, digest: str) -> None:
+    """Store the previewed run and open it; the upload box then offers to re-annotate it (nothing parsed)."""
+    tick, done = _progress("Storing the run")
+    try:
+        saved = store_prepared(st.session_state, db, tick)
+    except PerfledgerError as exc:
+        done()
+        _ui.render_error(exc)
+    st.session_state[STORED] = (digest, saved.run_id)
+    st.query_params.from_dict({"run": str(saved.run_id)})
+    st.rerun()

@@ -21,7 +21,7 @@ state = _ui.page_state(PAGE)
 st.title("Runs")
 
 
-upload_panel()
+upload_panel(PAGE)
 _ui.stop_if_empty(db)
 runs = _ui.compute(PAGE, replace(state, run=0, vs=()), db)
 if runs.height == 0:
@@ -30,7 +30,7 @@ if runs.height == 0:
 
 if not state.run:
     _ui.describe(state)
-    _ui.show_table(runs, FORMATS, key="runs_table", first=SHOWN_FIRST)
+    _ui.show_table(runs, FORMATS, key=_ui.key(PAGE, "table"), first=SHOWN_FIRST)
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
         _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
@@ -44,16 +44,16 @@ if state.run not in ids:
     st.stop()
 names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
 c1, c2 = st.columns([2, 3])
-run_id = int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key=PAGE.key("run"),
+run_id = int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key=_ui.key(PAGE, "run"),
                           format_func=names.__getitem__))
 vs = c2.multiselect("Overlay with", [i for i in ids if i != run_id], default=[i for i in state.compared() if i in ids],
-                    key=PAGE.key("vs"), format_func=names.__getitem__)
+                    key=_ui.key(PAGE, "vs"), format_func=names.__getitem__)
 c3, c4, c5 = st.columns(3)
 state = replace(state, run=run_id, vs=tuple(str(i) for i in vs if i != run_id),
-                x=str(c3.segmented_control("Overlay by", rv.X_AXES, default=state.x, key=PAGE.key("x")) or state.x),
+                x=str(c3.segmented_control("Overlay by", rv.X_AXES, default=state.x, key=_ui.key(PAGE, "x")) or state.x),
                 warmup_fraction=float(c4.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01,
-                                                key=PAGE.key("wf"))),
-                first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=PAGE.key("w0"))))
+                                                key=_ui.key(PAGE, "wf"))),
+                first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=_ui.key(PAGE, "w0"))))
 _ui.keep_in_url(state)
 
 steps = _ui.compute(PAGE, state, db)
@@ -66,7 +66,7 @@ figures = rv.run_figures(db, row)
 if summary is None:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "
             "first; 'derived' marks a figure computed from the ones the file states.", icon=":material/info:")
-    _ui.show_table(figures, FORMATS, key="runs_figures")
+    _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
 else:
     m = st.columns(4)
     m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",
@@ -75,13 +75,15 @@ else:
     m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
     m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
     st.caption(summary.rule.describe() + " · the shaded band is the steady window")
+    if (parts := rv.rlhf_parts(row)) is not None:
+        st.caption(_ui.plain(parts))
     for flag in views.not_steady(summary):
         st.warning(_ui.plain(f"Not a steady state: {flag}."))
     for title, frame in (("Launches in this file (the run is summarised over the longest)", views.launches(db, row.id)),
                          ("The log's own figures beside the recomputed ones", views.printed_vs_recomputed(db, row.id))):
         if frame.height:
             st.markdown(f"**{title}**")
-            _ui.show_table(frame, key=f"runs_{len(title)}")
+            _ui.show_table(frame, key=_ui.key(PAGE, f"t{len(title)}"))
     _ui.chart(charts.step_times(steps), state, "step-time")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
@@ -95,13 +97,13 @@ if state.compared():
         _ui.chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state, f"overlay-{ch.column}",
                   where=grid[i % 2])
     st.markdown("**Config diff**")
-    _ui.show_table(views.config_diff(db, state.run, *state.compared()), key="runs_diff")
+    _ui.show_table(views.config_diff(db, state.run, *state.compared()), key=_ui.key(PAGE, "diff"))
 if summary is not None and figures.height:
     with st.expander("Figures stored for this run"):
-        _ui.show_table(figures, FORMATS, key="runs_figures")
+        _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
 st.markdown("**Nearest published claims** for the same model and accelerator")
 if (claims := views.nearest_claims(db, state.run)).height:
-    _ui.show_table(claims, key="runs_claims")
+    _ui.show_table(claims, key=_ui.key(PAGE, "claims"))
 else:
     st.caption("No published claim in the ledger for this run's model and accelerator (or none named).")
 _ui.download(state, steps)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ingest.parsers import (
     claims_csv,
+    composer,
     deepspeed,
     dllogger,
     hf_results_json,
@@ -23,11 +24,14 @@ from ingest.parsers import (
     nanogpt,
     nemo,
     optimum_habana,
+    tensorboard,
     torchtitan,
+    wandb_history,
 )
 from ingest.parsers.base import LogParser
 
 PARSERS: tuple[type[LogParser], ...] = (
+    tensorboard.PARSER,  # binary: asked first, by its bytes (LogParser.sniff_bytes)
     mlperf.PARSER,
     microbench.PARSER,
     claims_csv.PARSER,
@@ -44,6 +48,8 @@ PARSERS: tuple[type[LogParser], ...] = (
     nanogpt.PARSER,
     llmc.PARSER,
     maxtext.PARSER,
+    wandb_history.PARSER,
+    composer.PARSER,
 )
 
 

@@ -1,5 +1,8 @@
 """The contract every parser keeps: text in, typed records out, no database, bounded memory.
 
+A parser of a binary format (TensorBoard events) sets `reads_bytes`: detection asks its `sniff_bytes` first, and it
+is fed the whole decompressed stream (`feed_stream`) instead of decoded lines; its line numbers are record numbers.
+
 A parser is fed the file's lines in chunks (already decoded, colour codes and carriage-return progress
 frames removed by ingest/text.py) and returns the steps it found in that chunk as a frame with
 perfledger.records.STEP_SCHEMA. `finish()` returns everything else it learnt (configuration, line
@@ -10,12 +13,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO, ClassVar
 
 import polars as pl
 
-from ingest.text import TextChunk
+from ingest.text import TextChunk, iter_text_chunks
 from perfledger.records import LineProblem, ParseSummary, empty_steps, problem_kind
 from perfledger.vocabulary import LogFormat
 
@@ -28,6 +31,7 @@ MAX_PARSED_LINE_CHARS = 64 * 1024
 class LogParser(ABC):
     format: ClassVar[LogFormat]
     max_problems_kept: ClassVar[int | None] = MAX_PROBLEMS_KEPT  # None: every problem listed
+    reads_bytes: ClassVar[bool] = False  # fed the raw stream (feed_stream), not decoded lines
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name
@@ -45,6 +49,16 @@ class LogParser(ABC):
     @abstractmethod
     def sniff(cls, head: str, file_name: str) -> bool:
         """Whether the first bytes of a file (clean text) look like this format (detection's first question)."""
+
+    @classmethod
+    def sniff_bytes(cls, head: bytes, file_name: str) -> bool:
+        """For a parser that reads bytes: whether the file's first bytes (decompressed) are this format; asked
+        before any text detection."""
+        return False
+
+    def feed_stream(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
+        """For a parser that reads bytes: the steps of the whole stream, in frames, read once in order."""
+        raise NotImplementedError(f"{type(self).__name__} reads lines, not a byte stream")
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -102,3 +116,12 @@ class LogParser(ABC):
             self.problems.append(LineProblem(self.file_name, line, reason))
         else:
             self.left_out[kind or problem_kind(reason)] += 1
+
+
+def step_frames(parser: LogParser, stream: BinaryIO, *, chunk_bytes: int | None = None) -> Iterator[pl.DataFrame]:
+    """The parser's step frames for a whole (decompressed) stream: fed as bytes or as line chunks, by its kind."""
+    if parser.reads_bytes:
+        yield from parser.feed_stream(stream)
+        return
+    for chunk in iter_text_chunks(stream, chunk_bytes=chunk_bytes or parser.chunk_bytes):
+        yield parser.feed_prepared(parser.prepare_chunk(chunk))

@@ -51,6 +51,7 @@ class NemoParser(LogParser):
         self._world: int | None = None
         self._gpu: str | None = None
         self._tflops: list[tuple[float, int]] = []
+        self._tflops_failed: list[str] = []
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
@@ -76,7 +77,10 @@ class NemoParser(LogParser):
         elif (m := _GPU.search(text)) is not None:
             self._gpu = self._gpu or m.group(1).strip()
         elif (m := _TFLOPS.search(text)) is not None and (tflops := to_float(m.group(1))) is not None:
-            self._tflops.append((tflops, lineno))
+            if tflops > 0:
+                self._tflops.append((tflops, lineno))
+            else:  # NeMo prints -1 when its FLOPs formula does not know the model
+                self._tflops_failed.append(m.group(1))
         elif (m := _YAML.match(text)) is not None:
             self._yaml.setdefault(m.group(1), m.group(2))
 
@@ -151,6 +155,9 @@ class NemoParser(LogParser):
         out = []
         if self._steps.repeats:
             out.append(f"{self._steps.repeats} progress frames or DLL lines repeated a step already read; first kept")
+        if self._tflops_failed:
+            out.append(f"NeMo printed 'TFLOPs per sec per GPU={self._tflops_failed[0]}': its FLOPs callback could "
+                       "not count this model's FLOPs; not stored")
         if self._world is None:
             out.append("world size taken from the trainer config (devices x num_nodes)" if self._yaml.get("devices")
                        else "world size not stated in the log: per-device figures need --devices")
@@ -159,7 +166,7 @@ class NemoParser(LogParser):
     def _results(self) -> tuple[ResultRecord, ...]:
         return tuple(ResultRecord(metric=Metric.MODEL_TFLOPS_PER_DEVICE.value, value=value,
                                   unit=Metric.MODEL_TFLOPS_PER_DEVICE.unit, evidence="reported",
-                                  locator=f"line {lineno}", note="NeMo end-of-run 'TFLOPs per sec per GPU'")
+                                  locator=f"line {lineno}", note="NeMo's 'TFLOPs per sec per GPU', printed once at the end of training over the whole run")
                      for value, lineno in self._tflops)
 
 

@@ -14,9 +14,11 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics, steady
+from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views.upload import for_the_form
 
 X_AXES = ("step", "tokens")
 
@@ -119,22 +121,41 @@ def launches(engine: Engine, run_id: int) -> pl.DataFrame:
 PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
                    ("mfu", "fraction"))
 PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
-                  "relative_difference": pl.Float64(), "convention": pl.String()}
+                  "relative_difference": pl.Float64(), "convention": pl.String(), "printed_over": pl.String()}
 
 
 def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
-    """The log's own figures (median over the steady window) beside the recomputed ones, with the relative
-    difference (recomputed - printed) / printed and the FLOPs convention that reproduces the printed TFLOP/s."""
+    """The log's own figures (median over the steady window, or printed once for the run: `printed_over` says
+    over what) beside the recomputed ones, with the relative difference (recomputed - printed) / printed and the
+    FLOPs convention that reproduces the printed TFLOP/s."""
     r = store.run(engine, run_id)
     summary = (r.summary or {}) if r else {}
     reported = summary.get("reported") or {}
+    over = reported.get("printed_over") or {}
     ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
             "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
     rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
              "relative_difference": reported.get(f"diff_{name}"),
-             "convention": (reported.get("explanation") if name == "tflops_per_device" else None)}
+             "convention": (reported.get("explanation") if name == "tflops_per_device" else None),
+             "printed_over": over.get(name, "steady window, median of the per-step figure")}
             for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
     return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
+
+
+def rlhf_parts(row: RunRow) -> str | None:
+    """An RLHF run's step parts over its stored steady window (perfledger.calc.phases) in one sentence; None for a
+    run whose log prints none."""
+    s = row.summary or {}
+    share, training = s.get("generation_share"), s.get("training_share")
+    if share is None:
+        return None
+    parts = [f"generation {share:.0%} of the step time (median {s.get('generation_s_median') or 0:.2f} s)"]
+    if training is not None:
+        parts.append(f"training {training:.0%} (median {s.get('training_s_median') or 0:.2f} s)")
+    if s.get("samples_per_s"):
+        parts.append(f"{s['samples_per_s']:,.2f} samples/s")
+    return (f"RLHF step, steps {s.get('first_step')}-{s.get('last_step')}: " + ", ".join(parts)
+            + "; the rest is scoring and gathering")
 
 
 def not_steady(summary: steady.SteadyState) -> list[str]:
@@ -143,26 +164,15 @@ def not_steady(summary: steady.SteadyState) -> list[str]:
 
 
 # Per-step figures, recomputed as the run's summary computed its steady-state ones (columns of run_steps).
-STEP_FIGURES = ("tokens_seen", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
+STEP_FIGURES = steps_calc.STEP_FIGURES
 
 
 def with_step_figures(steps: pl.DataFrame, row: RunRow) -> pl.DataFrame:
-    """`steps` with tokens seen so far and each step's tokens/s per device, model TFLOP/s per device and MFU:
-    tokens / step time / devices, x FLOPs per token (the run's summary) / 1e12, / the peak its MFU used
-    (model TFLOP/s over MFU of the summary). A figure whose input the run lacks stays empty."""
+    """`steps` with the per-step figures of perfledger.calc.steps, from the run's devices, its summary's FLOPs
+    per token and the peak its MFU used."""
     summary = row.summary or {}
-    devices = row.config.get("n_devices")
-    flops = summary.get("flops_per_token")
-    tflops, mfu = summary.get("model_tflops_per_device"), summary.get("mfu")
-    peak = tflops / mfu if tflops and mfu else None
-    tps = (pl.col("tokens") / pl.col("step_time_s") / devices) if devices else pl.lit(None, pl.Float64)
-    model_tflops = tps * flops / 1e12 if flops else pl.lit(None, pl.Float64)
-    return steps.with_columns(
-        pl.col("tokens").fill_null(0).cum_sum().cast(pl.Float64).alias("tokens_seen"),
-        tps.cast(pl.Float64).alias("tokens_per_s_per_device"),
-        model_tflops.cast(pl.Float64).alias("model_tflops_per_device"),
-        (model_tflops / peak if peak else pl.lit(None, pl.Float64)).cast(pl.Float64).alias("mfu"),
-    )
+    return steps_calc.step_figures(steps, row.config.get("n_devices"), summary.get("flops_per_token"),
+                                   steps_calc.peak_of(summary.get("model_tflops_per_device"), summary.get("mfu")))
 
 
 def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState | None:
@@ -270,7 +280,9 @@ def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
 
 
 def _text(v: Any) -> str | None:
-    return None if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+    """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
+    read as the upload form's selectors."""
+    return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 
 def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:
@@ -315,4 +327,5 @@ def drawable(steps: pl.DataFrame, chart: StepChart) -> bool:
     return any(steps[c].fill_nan(None).count() for c in columns)
 
 
-FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, metrics.model_tflops, metrics.mfu)
+FORMULAS: tuple[Callable[..., Any], ...] = (steady.steady_state, steps_calc.step_figures, metrics.model_tflops,
+                                            metrics.mfu)

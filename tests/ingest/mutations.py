@@ -18,7 +18,7 @@ import polars as pl
 
 from ingest.detect import detect_head
 from ingest.parsers._common import concat_steps
-from ingest.text import iter_text_chunks
+from ingest.parsers.base import step_frames
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary
 
@@ -57,8 +57,9 @@ def corpus() -> dict[str, list[tuple[str, bytes]]]:
         raw = path.read_bytes()
         if _is_json(raw) and len(raw) > MAX_JSON_FIXTURE_BYTES:
             continue  # a whole document cannot be cut; its format has a smaller fixture
-        fmt = detect_head(raw, file_name=path.name).format.value
-        if not _is_json(raw):
+        parser = detect_head(raw, file_name=path.name)
+        fmt = parser.format.value
+        if not _is_json(raw) and not parser.reads_bytes:  # a binary file is mutated whole
             lines = raw.split(b"\n")
             if len(lines) > HEAD_LINES + TAIL_LINES:
                 raw = b"\n".join(lines[:HEAD_LINES] + lines[-TAIL_LINES:])
@@ -184,8 +185,7 @@ def _parse(raw: bytes, name: str) -> tuple[ParseSummary, pl.DataFrame]:
     if not raw.strip():
         raise ParseError(name, None, "the file is empty")
     parser = detect_head(raw[: 1024 * 1024], file_name=name)(name)
-    chunks = iter_text_chunks(io.BytesIO(raw), chunk_bytes=CASE_CHUNK_BYTES)
-    frames = [parser.feed_prepared(parser.prepare_chunk(chunk)) for chunk in chunks]
+    frames = list(step_frames(parser, io.BytesIO(raw), chunk_bytes=CASE_CHUNK_BYTES))
     summary = parser.finish()
     return summary, concat_steps([*frames, parser.final_steps()])
 

@@ -27,7 +27,8 @@ STRAY = {
     "dllogger": 'DLLL {"step": 1, "data": {"reduced_train_loss": 1.0}}',
 }
 LINE_LOGS = sorted(p.name for p in LOGS.iterdir()
-                   if not p.name.endswith((".expected.json", ".md", ".json", ".csv")))
+                   if not p.name.endswith((".expected.json", ".md", ".json", ".csv"))
+                   and ".tfevents." not in p.name)  # binary: no lines to stray among
 
 
 def with_line(raw: bytes, line: str, at: int) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -62,3 +63,22 @@ def test_the_folder_of_a_server_that_died_is_removed_by_the_next_writer(tmp_path
     left = tmp_path / f"{worker.FOLDER_PREFIX}{int(dead.stdout)}-abc"
     (left / "steps").mkdir(parents=True)
     assert leftovers.remove_dead_spools(tmp_path) == [left] and not left.exists()
+
+
+def test_the_form_choices_travel_in_the_request_and_the_prepared_run_carries_them() -> None:
+    chosen = {"accelerator": "NVIDIA GeForce RTX 5090", "devices": 2, "precision": "fp8", "model": "Some Model 3B"}
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 2048), chosen)
+    assert json.loads((job.folder / "request.json").read_text())["overrides"] == chosen
+    prepared = worker.prepared_from(worker.wait(job))
+    config = prepared.run.config
+    assert (config["accelerator"], config["n_devices"], config["precision"]) == ("rtx-5090", 2, "fp8")
+    assert config["model_as_printed"] == "Some Model 3B"  # not in the catalog: kept as typed, warned, not refused
+    assert any("'Some Model 3B' is not in the catalog" in w for w in prepared.run.warnings)
+    prepared.close()
+
+
+def test_a_count_that_is_not_positive_comes_back_as_its_sentence() -> None:
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 2048),
+                               {"devices": -1})
+    with pytest.raises(PerfledgerError, match=r"^--devices must be positive, got -1$"):
+        worker.prepared_from(worker.wait(job))

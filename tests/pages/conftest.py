@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
 
+from ingest import worker
 from perfledger import store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,3 +67,14 @@ def _open_page(slug: str, query: str | dict[str, str] = "") -> AppTest:
 def open_page() -> Callable[..., AppTest]:
     """open_page(slug, query="") -> AppTest after running that page (see _open_page)."""
     return _open_page
+
+
+@pytest.fixture()
+def parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """parses() -> every file a worker parsed whole so far, by name, in order."""
+    record = tmp_path / "parses.txt"
+    record.touch()
+    monkeypatch.setenv("PERFLEDGER_TEST_PARSES", str(record))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-m", "tests.pages.counting_worker"))
+    return lambda: record.read_text().splitlines()

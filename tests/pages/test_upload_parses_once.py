@@ -3,31 +3,17 @@ as it was previewed."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine
 
-from ingest import worker
 from perfledger import store
 from screens import _upload
-from tests.conftest import LOGS, ROOT
+from tests.conftest import LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
-
-
-@pytest.fixture()
-def parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
-    """parses() -> every file a worker parsed whole so far, by name, in order."""
-    record = tmp_path / "parses.txt"
-    record.touch()
-    monkeypatch.setenv("PERFLEDGER_TEST_PARSES", str(record))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-m", "tests.pages.counting_worker"))
-    return lambda: record.read_text().splitlines()
 
 
 def test_preview_reruns_and_store_parse_the_upload_once(seeded_store: Engine,

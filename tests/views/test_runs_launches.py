@@ -37,3 +37,27 @@ def test_printed_figures_sit_beside_the_recomputed_ones_with_the_difference(writ
     assert abs(tflops["relative_difference"]) < 0.01
     assert abs(tflops["recomputed"] / tflops["printed"] - 1 - tflops["relative_difference"]) < 1e-9
     assert views.launches(writable_engine, run_id).height == 3
+
+
+def test_a_figure_printed_once_for_the_run_says_so_beside_the_recomputed_one(writable_engine: Engine) -> None:
+    run_id = _ingest(writable_engine, "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log")
+    rows = {r["figure"]: r for r in views.printed_vs_recomputed(writable_engine, run_id).iter_rows(named=True)}
+    tflops = rows["tflops_per_device"]
+    assert tflops["printed"] == 1116.07 and tflops["recomputed"] is not None
+    assert "whole run" in tflops["printed_over"]
+
+
+def test_an_rlhf_run_stores_its_steps_generation_and_training_parts(writable_engine: Engine) -> None:
+    run_id = _ingest(writable_engine, "dschat_step3_rlhf_actor_opt1.3b_critic_opt350m_gbs64.log")
+    steps = views.run_steps(RunsView(run=run_id), writable_engine, run_id)
+    assert steps.height == 476
+    assert steps.select("step_time_s", "generation_s", "training_s").row(0) == (7.99, 5.26, 2.52)
+
+
+def test_an_rlhf_run_says_what_share_of_its_step_is_generation(writable_engine: Engine) -> None:
+    run_id = _ingest(writable_engine, "dschat_step3_rlhf_actor_opt1.3b_critic_opt350m_gbs64.log")
+    text = views.runs.rlhf_parts(views.runs.stored_run(writable_engine, run_id))
+    assert text is not None and text.startswith("RLHF step, steps 48-475: generation 67% of the step time")
+    assert "16.83 samples/s" in text
+    other = _ingest(writable_engine, "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log")
+    assert views.runs.rlhf_parts(views.runs.stored_run(writable_engine, other)) is None

@@ -1,0 +1,359 @@
+"""TensorBoard event files (`events.out.tfevents.*`), as Megatron-LM, NeMo, torchtitan and the HF Trainer write them.
+
+The file is binary: TFRecord framing (an 8-byte little-endian length, a masked CRC32C of those 8 bytes, the
+payload, a masked CRC32C of the payload), each payload one `Event` protobuf, read with the `tensorboard` package's
+own `Event` message (no TensorFlow). The framing is read here, from the stream the pipeline hands over, because the
+package's reader wants a path and ends quietly at a damaged record; here a damaged record is a problem that names the
+file, the record number (its "line") and the reason. The length's checksum is checked (a wrong length loses the
+framing: the rest of the file is counted as skipped, never guessed at); the payload's is not (pure-Python CRC32C costs
+about 28 µs a record), so a damaged payload shows as a record protobuf cannot read, or as a value out of range.
+
+Scalars become step rows by their tag (TAGS): one row per step, the tags of a step merged. The log's own throughput,
+TFLOP/s and MFU go to the reported_* columns. Megatron also writes its arguments as text summaries
+(`seq_length/text_summary`, ...): they give the run's configuration as its stdout argument dump would.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
+
+import polars as pl
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c  # type: ignore[import-untyped]
+
+from ingest.parsers._common import (
+    grad_accum,
+    is_unset,
+    precision_from_flags,
+    run_config,
+    step_frame_from_columns,
+    to_bool,
+    to_int,
+)
+from ingest.parsers._hf import summary_results
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError
+from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
+from perfledger.vocabulary import Evidence, LogFormat
+
+GIB_TO_GB = 1.073741824
+_HEADER = struct.Struct("<QI")
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # an Event holding one scalar step is ~100 bytes; a longer length is damage
+ROWS_PER_FRAME = 20_000
+PENDING_STEPS = 256  # steps held open for tags still to come; the oldest half goes out past this
+_FILE_VERSION = b"brain.Event:"
+
+# tag -> (STEP_SCHEMA column, factor to its unit)
+TAGS: dict[str, tuple[str, float]] = {
+    # Megatron-LM / Megatron-Core (training_log): seconds, TFLOP/s per GPU, bytes
+    "iteration-time": ("step_time_s", 1.0),
+    "lm loss": ("loss", 1.0),
+    "learning-rate": ("lr", 1.0),
+    "grad-norm": ("grad_norm", 1.0),
+    "throughput": ("reported_tflops_per_device", 1.0),
+    "batch-size": ("samples", 1.0),
+    "mem-max-allocated-bytes": ("memory_gb", 1e-9),
+    # NeMo (PyTorch Lightning logger, FLOPs callback)
+    "train_step_timing in s": ("step_time_s", 1.0),
+    "reduced_train_loss": ("loss", 1.0),
+    "TFLOPS_per_GPU": ("reported_tflops_per_device", 1.0),
+    "lr": ("lr", 1.0),  # NeMo and torchtitan
+    "grad_norm": ("grad_norm", 1.0),  # NeMo and torchtitan
+    # HF Trainer (TensorBoardCallback)
+    "train/loss": ("loss", 1.0),
+    "train/learning_rate": ("lr", 1.0),
+    "train/grad_norm": ("grad_norm", 1.0),
+    # torchtitan (MetricsProcessor): tokens/s and TFLOP/s per device, mfu in percent, memory in GiB
+    "loss_metrics/global_avg_loss": ("loss", 1.0),
+    "time_metrics/end_to_end(s)": ("step_time_s", 1.0),
+    "wps": ("reported_tokens_per_s_per_device", 1.0),
+    "throughput(tps)": ("reported_tokens_per_s_per_device", 1.0),
+    "tflops": ("reported_tflops_per_device", 1.0),
+    "mfu(%)": ("reported_mfu", 0.01),
+    "memory/max_reserved(GiB)": ("memory_gb", GIB_TO_GB),
+}
+# A tag only one framework writes -> that framework (RunConfig.framework)
+_FRAMEWORK_TAGS = {"lm loss": "megatron-lm", "iteration-time": "megatron-lm", "reduced_train_loss": "nemo",
+                   "train_step_timing in s": "nemo", "train/loss": "transformers",
+                   "loss_metrics/global_avg_loss": "torchtitan", "time_metrics/end_to_end(s)": "torchtitan"}
+# HF Trainer's run summary, written once at the end -> the run's samples/s result (as trainer_state.json gives it)
+_RUN_TAGS = {"train/train_samples_per_second": "train_samples_per_second", "train/train_runtime": "train_runtime"}
+_TEXT_SUFFIX = "/text_summary"
+_ARGS = frozenset({
+    "world_size", "seq_length", "global_batch_size", "micro_batch_size", "tensor_model_parallel_size",
+    "pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size", "data_parallel_size",
+    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
+    "group_query_attention", "padded_vocab_size", "swiglu", "num_experts", "moe_router_topk", "bf16", "fp16", "fp8",
+})
+_DT_FLOAT, _DT_DOUBLE = 1, 2
+READ_BLOCK = 1 << 20
+# A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
+# of these is not decoded (Megatron's `... vs samples` copies, histograms, images).
+_WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(
+    {tag.encode() for tag in (*TAGS, *_RUN_TAGS)} | {(arg + _TEXT_SUFFIX).encode() for arg in _ARGS}, key=len,
+    reverse=True)))
+
+
+def _is_event_file(head: bytes) -> bool:
+    """Whether `head` opens with a TFRecord whose Event is the file-version record every writer puts first."""
+    if len(head) < _HEADER.size:
+        return False
+    length, crc = _HEADER.unpack_from(head)
+    if length > 4096 or masked_crc32c(head[:8]) != crc:
+        return False
+    return _FILE_VERSION in head[_HEADER.size:_HEADER.size + length]
+
+
+class TensorBoardParser(LogParser):
+    format = LogFormat.TENSORBOARD
+    reads_bytes = True
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        return False  # never text: see sniff_bytes
+
+    @classmethod
+    def sniff_bytes(cls, head: bytes, file_name: str) -> bool:
+        return _is_event_file(head)
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.records = 0
+        self.steps = 0
+        self.args: dict[str, str] = {}
+        self.tags_used: Counter[str] = Counter()
+        self.other_tags = 0
+        self.other_records = 0
+        self.run_figures: dict[str, float] = {}
+        self.skipped_bytes = 0
+        self._pending: dict[int, dict[str, float]] = {}
+        self._out: list[dict[str, float]] = []
+        self._crc: dict[bytes, int] = {}
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        raise ParseError(self.file_name, None, "a TensorBoard event file is binary; it is read with feed_stream")
+
+    def feed_stream(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
+        event, pending, out = self._event, self._pending, self._out
+        for number, payload in self._records(stream):
+            event(number, payload)
+            if len(pending) > PENDING_STEPS:
+                self._flush(PENDING_STEPS // 2)
+                if len(out) >= ROWS_PER_FRAME:
+                    yield self._frame()
+        self._flush(len(self._pending))
+        if self._out:
+            yield self._frame()
+
+    # ------------------------------------------------------------------------------------------- framing
+
+    def _records(self, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+        """(record number from 1, payload) for each whole record that may hold a tag read here (_WANTED: the
+        others are not decoded); the first damaged record ends the file (its rest is read, so the content hash
+        covers it, and counted). Read a block at a time, names bound locally: this loop is most of the time."""
+        unpack, search, crcs, size = _HEADER.unpack_from, _WANTED.search, self._crc, _HEADER.size
+        buf, at, eof, number, skipped = b"", 0, False, 0, 0
+        try:
+            while True:
+                left = len(buf) - at
+                if left < size and not eof:
+                    buf, at, eof = _refill(stream, buf, at, size)
+                    left = len(buf)
+                if not left:
+                    return
+                number += 1
+                if left < size:
+                    self._lost(stream, number, f"cut short in its header ({left} of 12 bytes)", left)
+                    return
+                length, crc = unpack(buf, at)
+                if crcs.get(buf[at:at + 8]) != crc and self._header_crc(buf[at:at + 8]) != crc:
+                    self._lost(stream, number, "its length fails its checksum, so the records after it cannot be "
+                                               "found", left)
+                    return
+                if length > MAX_RECORD_BYTES:
+                    self._lost(stream, number, f"a record of {length:,} bytes (over {MAX_RECORD_BYTES:,})", left)
+                    return
+                need = size + length + 4
+                if left < need and not eof:
+                    buf, at, eof = _refill(stream, buf, at, need)
+                    left = len(buf)
+                if left < need:
+                    self._lost(stream, number, f"cut short ({left - size:,} of {length + 4:,} bytes after its "
+                                               "header)", left)
+                    return
+                start = at + size
+                at += need
+                if search(buf, start, start + length) is None:
+                    skipped += 1
+                    continue
+                yield number, buf[start:start + length]
+        finally:
+            self.records, self.other_records = number, skipped
+
+    def _header_crc(self, length_bytes: bytes) -> int:
+        crc = self._crc.get(length_bytes)
+        if crc is None:
+            if len(self._crc) > 4096:
+                self._crc.clear()
+            crc = self._crc[length_bytes] = masked_crc32c(length_bytes)
+        return crc
+
+    def _lost(self, stream: BinaryIO, number: int, reason: str, read: int) -> None:
+        rest = read
+        while chunk := stream.read(1 << 20):
+            rest += len(chunk)
+        self.skipped_bytes += rest
+        self.problem(number, f"event record {number}: {reason}; the last {rest:,} bytes skipped")
+
+    # ------------------------------------------------------------------------------------------- events
+
+    def _event(self, number: int, payload: bytes) -> None:
+        try:
+            event = event_pb2.Event.FromString(payload)
+        except DecodeError as exc:
+            self.problem(number, f"event record {number}: not a readable Event ({exc}); skipped")
+            return
+        step = event.step
+        for value in event.summary.value:  # empty unless the Event is a summary
+            tag = value.tag
+            mapped = TAGS.get(tag)
+            if mapped is None:
+                self._other(value)
+                continue
+            scalar = value.simple_value or _scalar(value)  # torch's writer: simple_value; TF2's: a 0-d tensor
+            if scalar is None or step < 0:
+                self.problem(number, f"event record {number}: tag {tag!r} at step {step}: "
+                                     f"{'holds no scalar' if scalar is None else 'negative step'}; skipped")
+                continue
+            pending = self._pending
+            row = pending.get(step)
+            if row is None:
+                row = pending[step] = {}
+            row[mapped[0]] = scalar * mapped[1]
+            self.tags_used[tag] += 1
+
+    def _other(self, value: summary_pb2.Summary.Value) -> None:
+        tag = value.tag
+        if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
+            self._argument(tag[:-len(_TEXT_SUFFIX)], value)
+        elif tag in _RUN_TAGS and (scalar := _scalar(value)) is not None:
+            self.run_figures[_RUN_TAGS[tag]] = scalar
+        else:
+            self.other_tags += 1
+
+    def _argument(self, name: str, value: summary_pb2.Summary.Value) -> None:
+        strings = value.tensor.string_val
+        if strings:
+            self.args[name] = strings[0][:200].decode("utf-8", "replace")
+
+    def _flush(self, count: int) -> None:
+        """The `count` oldest pending steps, made rows (tokens from the batch and sequence length, when known)."""
+        seq_len = to_int(self.args.get("seq_length"))
+        for step in list(self._pending)[:count]:
+            row = self._pending.pop(step)
+            if seq_len and "samples" in row:
+                row["tokens"] = row["samples"] * seq_len
+            row["step"] = step
+            self._out.append(row)
+
+    def _frame(self) -> pl.DataFrame:
+        rows = self._out.copy()
+        self._out.clear()
+        self.steps += len(rows)
+        columns = {name: pl.Series(name, [row.get(name) for row in rows], dtype=dtype)
+                   for name, dtype in STEP_SCHEMA.items() if any(name in row for row in rows)}
+        return step_frame_from_columns(columns, len(rows)) if rows else empty_steps()
+
+    # ------------------------------------------------------------------------------------------- finish
+
+    def finish(self) -> ParseSummary:
+        if self.steps == 0:
+            where = self.problems[0].line if self.problems else None
+            raise ParseError(self.file_name, where, f"no training scalars ('lm loss', 'train/loss', "
+                                                    f"'loss_metrics/global_avg_loss', ...) in {self.records:,} "
+                                                    "event records")
+        results = summary_results(self.run_figures, file_name=self.file_name, locator="train/train_samples_per_second",
+                                  evidence=Evidence.MEASURED)
+        return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
+                            warnings=tuple(self._warnings()), results=tuple(results), skipped_lines=self.skipped_lines,
+                            meta=self._meta())
+
+    def _config(self) -> RunConfig:
+        arg = self.args.get
+        ints = {k: to_int(v) for k, v in self.args.items() if not is_unset(v)}
+        gbs, mbs, dp = ints.get("global_batch_size"), ints.get("micro_batch_size"), ints.get("data_parallel_size")
+        experts = ints.get("num_experts")
+        gqa = to_bool(arg("group_query_attention"))
+        frameworks = self._frameworks()
+        framework = min(frameworks) if len(frameworks) == 1 else None
+        return run_config({
+            "n_devices": ints.get("world_size"), "seq_len": ints.get("seq_length"), "global_batch": gbs,
+            "micro_batch": mbs, "grad_accum": grad_accum(gbs, mbs, dp), "dp": dp,
+            "tp": ints.get("tensor_model_parallel_size"), "pp": ints.get("pipeline_model_parallel_size"),
+            "cp": ints.get("context_parallel_size"), "ep": ints.get("expert_model_parallel_size"),
+            "precision": precision_from_flags(fp8=arg("fp8"), bf16=arg("bf16"), fp16=arg("fp16"))
+            if self.args else None,
+            "num_layers": ints.get("num_layers"), "hidden_size": ints.get("hidden_size"),
+            "ffn_hidden_size": ints.get("ffn_hidden_size"), "num_attention_heads": ints.get("num_attention_heads"),
+            "num_kv_heads": ints.get("num_query_groups") if gqa else ints.get("num_attention_heads"),
+            "vocab_size": ints.get("padded_vocab_size"), "swiglu": to_bool(arg("swiglu")),
+            "num_experts": experts, "moe_top_k": ints.get("moe_router_topk") if experts else None,
+            "framework": framework,
+        })
+
+    def _warnings(self) -> list[str]:
+        out = []
+        if "memory/max_reserved(GiB)" in self.tags_used:
+            out.append("memory_gb is torchtitan's max reserved GiB converted to GB (x 1.073741824)")
+        if self.skipped_bytes:
+            out.append(f"the event file is damaged: its last {self.skipped_bytes:,} bytes were not read")
+        if len(frameworks := self._frameworks()) > 1:
+            out.append(f"the tags of several frameworks are in one file ({', '.join(sorted(frameworks))})")
+        return out
+
+    def _frameworks(self) -> set[str]:
+        return {_FRAMEWORK_TAGS[tag] for tag in self.tags_used if tag in _FRAMEWORK_TAGS}
+
+    def _meta(self) -> dict[str, Any]:
+        return {"event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),
+                "records_of_other_tags": self.other_records, "other_tag_values": self.other_tags}
+
+
+def _refill(stream: BinaryIO, buf: bytes, at: int, need: int) -> tuple[bytes, int, bool]:
+    """buf from `at` on, with blocks read after it until it holds `need` bytes: (bytes, 0, whether the stream
+    ended)."""
+    chunks, have = [buf[at:]], len(buf) - at
+    while have < need:
+        block = stream.read(max(READ_BLOCK, need - have))
+        if not block:
+            return b"".join(chunks), 0, True
+        chunks.append(block)
+        have += len(block)
+    return b"".join(chunks), 0, False
+
+
+def _scalar(value: summary_pb2.Summary.Value) -> float | None:
+    """The one number a scalar summary holds: simple_value (TF1 / torch writers) or a 0-d tensor (TF2 writers)."""
+    kind = value.WhichOneof("value")
+    if kind == "simple_value":
+        return float(value.simple_value)
+    if kind != "tensor":
+        return None
+    tensor = value.tensor
+    for numbers in (tensor.float_val, tensor.double_val, tensor.int64_val, tensor.int_val):
+        if len(numbers) == 1:
+            return float(numbers[0])
+    content = tensor.tensor_content
+    if tensor.dtype == _DT_FLOAT and len(content) == 4:
+        return float(struct.unpack("<f", content)[0])
+    if tensor.dtype == _DT_DOUBLE and len(content) == 8:
+        return float(struct.unpack("<d", content)[0])
+    return None
+
+
+PARSER = TensorBoardParser

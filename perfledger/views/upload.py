@@ -1,0 +1,84 @@
+"""The upload form's choices (model, accelerator, devices, precision, seq len): what a log or a stored run states,
+as the form's starting values; the choices that differ from it, which travel as hints (ingest.hints); what a
+change did, in one sentence; and the command line's flag advice as the form's user reads it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from perfledger.vocabulary import Precision
+
+PRECISIONS = tuple(p.value for p in Precision if p is not Precision.UNSTATED)
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """The form's values; None = not stated (and not overridden)."""
+
+    model: str | None = None  # a catalog id, or a name as printed
+    accelerator: str | None = None
+    devices: int | None = None
+    precision: str | None = None
+    seq_len: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The stated choices by name (the keyword arguments of ingest.hints.hints)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def stated(config: Mapping[str, Any]) -> Choices:
+    """What a run's configuration states: the catalog id where the name resolved, else the name as printed."""
+    precision = config.get("precision")
+    return Choices(model=config.get("model") or config.get("model_as_printed"),
+                   accelerator=config.get("accelerator") or config.get("accelerator_as_printed"),
+                   devices=config.get("n_devices"), precision=None if precision == "unstated" else precision,
+                   seq_len=config.get("seq_len"))
+
+
+def chosen(model: str | None, accelerator: str | None, devices: int, precision: str | None, seq_len: int) -> Choices:
+    """The form's widgets read as choices: blank names and zero counts are "not stated"."""
+    return Choices(model=(model or "").strip() or None, accelerator=(accelerator or "").strip() or None,
+                   devices=devices or None, precision=precision or None, seq_len=seq_len or None)
+
+
+def overrides(before: Choices, after: Choices) -> Choices:
+    """The choices that differ from what is stated; a choice left empty overrides nothing."""
+    return Choices(**{k: v for k, v in asdict(after).items() if v is not None and v != getattr(before, k)})
+
+
+LABELS = {"model": "model", "model_as_printed": "model as printed", "accelerator": "accelerator",
+          "accelerator_as_printed": "accelerator as printed", "n_devices": "devices", "precision": "precision",
+          "seq_len": "seq len"}
+
+
+def changes_text(changed: Mapping[str, tuple[Any, Any]]) -> str:
+    """What a re-annotation changed, e.g. "devices: 8 → 16; precision: — → bf16"; or that nothing did. A name as
+    printed that is the id it resolved to is said once."""
+    if not changed:
+        return "nothing changed: the run already states these values"
+    said = {k: v for k, v in changed.items()
+            if not (k.endswith("_as_printed") and k.removesuffix("_as_printed") in changed
+                    and changed[k.removesuffix("_as_printed")][1] == v[1])}
+    return "; ".join(f"{LABELS.get(k, k)}: {_shown(was)} → {_shown(now)}" for k, (was, now) in said.items())
+
+
+def _shown(value: Any) -> str:
+    return "—" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+
+_FLAGS = re.compile(r"\b(pass|need|ingest with) (--[a-z-]+(?:/--[a-z-]+)*)(?: ID)?")
+_NAMES = {"--model": "model", "--accelerator": "accelerator", "--devices": "devices", "--precision": "precision",
+          "--seq-len": "seq len"}
+
+
+def for_the_form(text: str) -> str:
+    """A note written for the command line ("pass --model", "need --devices") as the upload form's user reads it:
+    the flags become the form's selectors."""
+    def said(m: re.Match[str]) -> str:
+        names = " and ".join(_NAMES.get(f, f.lstrip("-")) for f in m.group(2).split("/"))
+        return f"need the {names} chosen in the upload form" if m.group(1) == "need" else \
+            f"choose the {names} in the upload form"
+    return _FLAGS.sub(said, text)
