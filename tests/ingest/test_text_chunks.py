@@ -10,6 +10,7 @@ from hypothesis import strategies as hs
 
 from ingest import native
 from ingest.text import TextChunk, clean_text, iter_text_chunks
+from tests.conftest import LOGS
 
 # Escapes whole, cut short, split by a NUL or a newline, and look-alikes: the compiled reader removes what
 # clean_text's pattern removes, NULs first.
@@ -71,3 +72,14 @@ def test_chunks_are_the_same_without_the_compiled_helper(monkeypatch: pytest.Mon
 @pytest.mark.parametrize("raw", [b"\n" * 10_007, b"a\n" * 5_003 + b"tail", b"\n" * 2_040 + b"x\n" * 9])
 def test_long_runs_of_newlines_are_all_counted(raw: bytes) -> None:
     assert native.clean_ascii().text(raw) == (raw.decode(), TextChunk(1, raw.decode()).n_lines)  # type: ignore[union-attr]
+
+
+@needs_clean_ascii
+@pytest.mark.parametrize("name", ["qiu023_kimi_436m_attnres_fsdp_rtx5090_ansi.log",
+                                  "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log",
+                                  "msft_megatron_ds_gpt3_125m_random_ltd_baseline_8gpu_ansi.log"])
+def test_a_coloured_log_is_cleaned_by_the_compiled_reader_as_by_clean_text(name: str) -> None:
+    raw = (LOGS / name).read_bytes()
+    assert b"\x1b[" in raw and raw.isascii()
+    text, n_lines = native.clean_ascii().text(raw)  # type: ignore[union-attr]
+    assert text == clean_text(raw.decode()) and n_lines == TextChunk(1, text).n_lines
