@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("query", nargs="?", default="", help='the URL query string, e.g. "m=llama2-70b"')
     export.add_argument("--format", choices=("csv", "json"), default="csv")
 
-    audit = with_db(sub.add_parser("audit", help="check every TFLOPS claim against its own tokens/s and peak"))
+    audit = with_db(sub.add_parser(
+        "audit", help="check every claim (TFLOPS, MFU/HFU, time to train, scaling) against its own inputs"))
     audit.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
     copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
@@ -131,6 +132,21 @@ def audit_frame(engine: Any) -> Any:
     return views.audit_table(views.AuditView(), engine)
 
 
+def figure(value: float | None, unit: str | None) -> str:
+    """An audited figure in its own metric's unit: a fraction as a percentage, a ratio with "x", else value unit.
+
+    >>> figure(0.4512, "fraction"), figure(836.0, "TFLOP/s/device"), figure(None, "x")
+    ('45.1%', '836.0 TFLOP/s/device', '-')
+    """
+    if value is None or not math.isfinite(value):
+        return "-"
+    if unit == "fraction":
+        return f"{value:.1%}"
+    if unit == "x":
+        return f"{value:.3g}x"
+    return f"{value:,.1f} {unit or ''}".rstrip() if abs(value) >= 10 else f"{value:.3g} {unit or ''}".rstrip()
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     frame = audit_frame(store.engine_from_url(args.db))
     if args.format == "csv":
@@ -141,10 +157,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1, default=str))
     else:
         for r in frame.iter_rows(named=True):
-            recomputed = f"{r['recomputed']:.1f}" if r["recomputed"] is not None else "-"
-            print(f"{r['verdict']:<12} {r['plausibility']:<11} {r['source_id']}: {r['model_id']} on "
-                  f"{r['accelerator_id']} reported {r['reported']:g} recomputed {recomputed} TFLOP/s  "
-                  f"{r['explanation']}")
+            print(f"{r['verdict']:<16} {r['plausibility'] or '':<11} {r['source_id']}: {r['metric']} of "
+                  f"{r['model_id']} on {r['accelerator_id']} reported {figure(r['reported'], r['unit'])} "
+                  f"recomputed {figure(r['recomputed'], r['unit'])}  {r['explanation'] or ''}")
         counts = frame["verdict"].value_counts(sort=True).iter_rows()
         print("; ".join(f"{n} {v}" for v, n in counts), file=sys.stderr)
     return 0

@@ -1,4 +1,4 @@
-"""Audit: every TFLOPS claim recomputed from its tokens/s and the model's FLOPs per token, with a verdict."""
+"""Audit: every claim (TFLOPS, MFU/HFU, time to train, scaling) recomputed from its own inputs, with a verdict."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from perfledger import store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"reported": "%,.1f", "recomputed": "%,.1f", "rel_diff": "percent", "tolerance": "percent",
+FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
-SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "rel_diff", "verdict",
-              "plausibility", "explanation")  # the claim, its figures and the verdict; details to the right
+# The claim, its figures in its own metric's unit, and the verdict; details to the right.
+SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "unit", "rel_diff",
+               "verdict", "convention", "plausibility", "explanation")
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")

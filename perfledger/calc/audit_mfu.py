@@ -45,8 +45,8 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
                accels: Mapping[str, Mapping[str, Any]], rule: audit.AuditRule) -> dict[str, Any]:
     reported, factor = float(claim["value"]), HFU_FACTOR if claim["metric"] == "hfu" else 1.0
     tps, tflops = basis.get(audit.THROUGHPUT_METRIC), basis.get(audit.CLAIM_METRIC)
-    peaks = _peaks(accels.get(claim["accelerator_id"] or ""), claim["precision"])
-    shape, seq = _shape(shapes.get(claim["model_id"] or ""), claim["seq_len"])
+    peaks = peaks_for(accels.get(claim["accelerator_id"] or ""), claim["precision"])
+    shape, seq = shape_at(shapes.get(claim["model_id"] or ""), claim["seq_len"])
     recomputed, convention, reason, verdict = None, None, None, "unchecked"
     if isinstance(peaks, str):
         reason = peaks
@@ -96,7 +96,8 @@ def _value(c: Convention, tps: float | None, tflops: float | None, shape: fl.Mod
     return (tflops or 0.0) / peak
 
 
-def _peaks(acc: Mapping[str, Any] | None, precision: str | None) -> dict[str, float] | str:
+def peaks_for(acc: Mapping[str, Any] | None, precision: str | None) -> dict[str, float] | str:
+    """{"_stated": dense peak at the stated precision (bf16 when unstated), "bf16": ...}, or why there is none."""
     if acc is None:
         return "the accelerator is not in the catalog, so there is no peak to divide by"
     stated = precision if precision not in (None, "", "unstated") else "bf16"
@@ -110,7 +111,8 @@ def _peaks(acc: Mapping[str, Any] | None, precision: str | None) -> dict[str, fl
     return out
 
 
-def _shape(row: Mapping[str, Any] | None, seq_len: Any) -> tuple[fl.ModelShape | None, int]:
+def shape_at(row: Mapping[str, Any] | None, seq_len: Any) -> tuple[fl.ModelShape | None, int]:
+    """The catalog model's shape and the sequence length (the claim's, else the model's); (None, 0) if unknown."""
     if row is None:
         return None, 0
     seq: Any = seq_len or row.get("seq_len")

@@ -56,6 +56,19 @@ class ScalingPoint:
     scaling: str = ""  # "strong (global batch 256)", "weak (8 per device)" or "global batch not stated"
 
 
+# A scaling series is one source's one model, workload, precision and strategy on one accelerator (and framework
+# version and sequence length); its global batch decides weak or strong scaling (scaling_kind).
+SERIES_COLUMNS = ("source_id", "model_id", "workload", "precision", "strategy", "accelerator_id",
+                  "framework_version", "seq_len")
+
+
+def is_scaling_claim(row: Mapping[str, Any]) -> bool:
+    """A stored scaling_efficiency, or a relative throughput whose baseline is a smaller node or system count of
+    the same setup (not another accelerator or software release)."""
+    baseline = row.get("baseline") or ""
+    return row["metric"] == "scaling_efficiency" or "node" in baseline or " 1 CS-2" in f" {baseline}"
+
+
 def scaling_series(rows: Iterable[Mapping[str, Any]], series_of: Callable[[Mapping[str, Any]], str],
                    per_device_metric: str) -> list[ScalingPoint]:
     """Rows grouped into series (by `series_of`, then split by global batch unless it stays constant or grows
@@ -72,9 +85,9 @@ def scaling_series(rows: Iterable[Mapping[str, Any]], series_of: Callable[[Mappi
         kind = scaling_kind(members)
         base = members[0]
         per_device = base["metric"] == per_device_metric
-        base_total, base_n = _total(base, per_device), base["n_devices"]
+        base_total, base_n = total_throughput(base, per_device), base["n_devices"]
         for m in members:
-            thr, n = _total(m, per_device), m["n_devices"]
+            thr, n = total_throughput(m, per_device), m["n_devices"]
             eff, why = _efficiency(thr, n, base_total, base_n)
             out.append(ScalingPoint(key, m, thr, base_total * n / base_n, eff, why, base_n, kind))
     return out
@@ -106,7 +119,7 @@ def _by_batch(groups: dict[str, list[Mapping[str, Any]]]) -> list[tuple[str, lis
     return out
 
 
-def _total(row: Mapping[str, Any], per_device: bool) -> float:
+def total_throughput(row: Mapping[str, Any], per_device: bool) -> float:
     """All-device throughput of a row: a per-device value times the device count."""
     return float(row["value"]) * row["n_devices"] if per_device else float(row["value"])
 

@@ -1,4 +1,4 @@
-"""Audit: every TFLOPS claim recomputed from its tokens/s and the model's FLOPs per token, with a verdict."""
+"""Audit: every claim (TFLOPS, MFU/HFU, time to train, scaling) recomputed from its own inputs, with a verdict."""
 
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import audit, audit_mfu, flops, metrics
+from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
 
 VERDICTS = audit.VERDICTS
+# Every claim kind the audit checks and the rows it recomputes them from; the note states a time claim's tokens,
+# the baseline a speedup's device count.
+AUDITED_METRICS = {audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC, *audit_mfu.CLAIM_METRICS, *audit_time.CLAIM_METRICS,
+                   *audit_time.BASIS_METRICS, *audit_scaling.CLAIM_METRICS, *audit_scaling.THROUGHPUT_METRICS}
+INPUT_COLUMNS = (*audit.INPUT_COLUMNS, "note", "baseline")
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,7 @@ def audit_rule(state: AuditView) -> audit.AuditRule:
 
 def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
-    rows = store.results(engine, metric=[audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC, *audit_mfu.CLAIM_METRICS],
-                         columns=audit.INPUT_COLUMNS)
+    rows = store.results(engine, metric=sorted(AUDITED_METRICS), columns=INPUT_COLUMNS)
     catalog = store.catalog(engine)
     tflops = audit.audit_claims(rows, *catalog, state.rule())
     tflops = tflops.with_columns(  # the TFLOPS audit names its other formula in the explanation
@@ -56,7 +60,9 @@ def table(state: AuditView, engine: Engine) -> pl.DataFrame:
         .otherwise(pl.lit("no tokens/s row, model shape or peak to recompute it from")))
     columns: Any = audit_mfu.AUDIT_COLUMNS
     frame = pl.concat([tflops.select(list(columns)).cast(columns),
-                       audit_mfu.audit_utilization(rows, *catalog, state.rule())], how="vertical")
+                       audit_mfu.audit_utilization(rows, *catalog, state.rule()),
+                       audit_time.audit_time_to_train(rows, *catalog, state.rule()),
+                       audit_scaling.audit_scaling(rows, state.rule())], how="vertical")
     if state.workload != ALL_WORKLOADS:
         frame = frame.filter(pl.col("workload") == state.workload)
     if state.models:

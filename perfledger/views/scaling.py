@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics
-from perfledger.calc.pairing import scaling_series
+from perfledger.calc.pairing import SERIES_COLUMNS, is_scaling_claim, scaling_series
 from perfledger.views._shared import (
     ALL_WORKLOADS,
     MIXED_WORKLOADS,
@@ -54,10 +54,8 @@ SCALING_SCHEMA: dict[str, pl.DataType] = {
 }
 SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughput", "scaling_efficiency")
 
-# A series is one source's one model, workload, precision and strategy on one accelerator (and framework
-# version, sequence length, metric); its global batch decides weak or strong scaling (calc.pairing.scaling_kind).
-_SERIES_COLUMNS = ("source_id", "model_id", "workload", "precision", "strategy", "accelerator_id",
-                   "framework_version", "seq_len", "metric")
+# A series is calc.pairing's (source, model, workload, precision, strategy, accelerator, ...) of one metric.
+_SERIES_COLUMNS = (*SERIES_COLUMNS, "metric")
 _RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
 _SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline", "note")
 
@@ -83,17 +81,12 @@ def _computed(rows: pl.DataFrame) -> list[dict[str, Any]]:
             for p in scaling_series(members, _series_key, TOKEN_METRIC)]
 
 
-def _is_scaling(r: Mapping[str, Any]) -> bool:
-    baseline = r["baseline"] or ""
-    return r["metric"] == "scaling_efficiency" or "node" in baseline or " 1 CS-2" in f" {baseline}"
-
-
 def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
     rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"])).select(
         *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "note")
     out = []
     for r in rel.to_dicts():
-        if (_is_scaling(r) == sensitivity or r["workload"] == "rlhf" or r["strategy"] == "fsdp"
+        if (is_scaling_claim(r) == sensitivity or r["workload"] == "rlhf" or r["strategy"] == "fsdp"
                 or r["accelerator_id"] == "h200"):
             continue
         eff = r["value"] if r["metric"] == "scaling_efficiency" else None

@@ -1,0 +1,87 @@
+"""The verdict of a recomputed claim, shared by the time-to-train and scaling audits.
+
+A claim is recomputed under the default reading first, then under each known alternative (a convention). It is
+consistent when the default comes within tolerance, "other convention" when only an alternative does (and the
+reason names it), and inconsistent otherwise. A figure printed with few digits ("5 days", "1.2 minutes") is also
+within tolerance when the recomputed figure rounds to it: half a unit of its last printed digit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from perfledger.calc import audit
+from perfledger.calc import flops as fl
+
+DEFAULT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One recomputation of a claim: the convention's name, how it reads in a sentence, and the figure."""
+
+    name: str
+    title: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    verdict: str
+    recomputed: float | None
+    convention: str | None
+    reason: str | None
+
+
+def half_last_digit(value: float) -> float:
+    """Half a unit of the last printed digit: 5 -> 0.5, 1.2 -> 0.05, 0.957 -> 0.0005.
+
+    >>> half_last_digit(137.0), half_last_digit(1.2)
+    (0.5, 0.05)
+    """
+    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+    return 0.5 * 10.0 ** min(int(exponent), 0) if isinstance(exponent, int) else 0.0
+
+
+def within(reported: float, recomputed: float, tolerance: float) -> bool:
+    """|reported - recomputed| <= tolerance x recomputed, or no more than the printed rounding."""
+    return abs(reported - recomputed) <= max(tolerance * abs(recomputed), half_last_digit(reported))
+
+
+def judge(reported: float, candidates: Sequence[Candidate], tolerance: float,
+          show: Callable[[float], str], basis: str) -> Judgement:
+    """The verdict over candidates (the default first); `show` formats a figure with its unit, `basis` says what
+    the default recomputation started from (for the reason of an inconsistent claim)."""
+    if not candidates:
+        return Judgement("unchecked", None, None, "nothing to recompute it from")
+    default = candidates[0]
+    hits = [c for c in candidates if within(reported, c.value, tolerance)]
+    if hits and hits[0] is default:
+        return Judgement("consistent", default.value, default.name, None)
+    if hits:
+        best = hits[0]
+        return Judgement("other convention", default.value, best.name,
+                         f"the default reading gives {show(default.value)}; {best.title} gives {show(best.value)}, "
+                         f"within {tolerance:.0%} of the claimed {show(reported)}")
+    diff = audit.relative_difference(reported, default.value)
+    return Judgement("inconsistent", default.value, None,
+                     f"recomputed {show(default.value)} from {basis}, {diff:+.1%} off the claimed {show(reported)}, "
+                     f"and no known convention comes within {tolerance:.0%}")
+
+
+def claim_row(claim: Mapping[str, Any], reported: float, judgement: Judgement, unit: str, rule: audit.AuditRule,
+              *, tokens_per_s: float | None = None) -> dict[str, Any]:
+    """One row of the audit table (audit_mfu.AUDIT_COLUMNS) for a claim and its judgement."""
+    rel = (audit.relative_difference(reported, judgement.recomputed)
+           if judgement.recomputed not in (None, 0.0) else None)
+    return {"claim_id": claim.get("id"), "source_id": claim.get("source_id"), "model_id": claim.get("model_id"),
+            "accelerator_id": claim.get("accelerator_id"), "n_devices": claim.get("n_devices"),
+            "workload": claim.get("workload"), "precision": claim.get("precision"), "seq_len": claim.get("seq_len"),
+            "metric": claim.get("metric"), "reported": reported, "recomputed": judgement.recomputed, "unit": unit,
+            "rel_diff": rel, "tolerance": rule.tolerance, "mfu_at_stated_precision": None, "peak_used": None,
+            "verdict": judgement.verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
+            "tokens_per_s_per_device": tokens_per_s, "explanation": judgement.reason or "",
+            "convention": judgement.convention, "reason": judgement.reason}

@@ -1,0 +1,29 @@
+"""The Audit page lists every claim kind with its unit, convention and reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streamlit.testing.v1 import AppTest
+
+
+def test_audit_page_shows_time_to_train_and_scaling_claims_with_their_units(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("audit")
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    units = dict(zip(frame["metric"], frame["unit"], strict=True))
+    assert units["est_days_to_train_10T_tokens_1k_gpus"] == "days"
+    assert units["time_to_train_s"] == "s"
+    assert units["relative_throughput"] == "x" and units["scaling_efficiency"] == "fraction"
+    assert units["mfu"] == "fraction" and units["model_tflops_per_device"] == "TFLOP/s/device"
+    unchecked = frame[frame["verdict"] == "unchecked"]
+    assert (unchecked["reason"] != "—").all()
+
+
+def test_audit_page_filters_the_new_kinds_by_verdict(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("audit", "v=inconsistent")
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    assert set(frame["verdict"]) == {"inconsistent"}
+    assert "time_to_train_s" in set(frame["metric"])
