@@ -10,7 +10,12 @@ from hypothesis import strategies as hs
 
 from ingest import native
 from ingest.text import TextChunk, clean_text, iter_text_chunks
+from tests.conftest import LOGS
 
+# Escapes whole, cut short, split by a NUL or a newline, and look-alikes: the compiled reader removes what
+# clean_text's pattern removes, NULs first.
+ESCAPES = [b"\x1b", b"\x1b[", b"\x1b[38;2;180;60;0m", b"\x1b[?25l", b"\x1b[2 q", b"\x1b[3\x001m", b"\x1b(B",
+           b"\x1b)0", b"\x1b(", b"\x1b(\x00B", b"\x1b[31\nm", b"\x1b[1;", b"[31m", b"\x1b\x1b[0m", b";", b"m", b"("]
 PIECES = [b"a", b"\n", b"\r\n", b"\r", b"\x00", b"\x1b[31m", b"\xff", "é✓".encode(), b"iteration 5/ 9 |", b""]
 
 
@@ -38,14 +43,14 @@ needs_clean_ascii = pytest.mark.skipif(native.clean_ascii() is None,
 
 @needs_clean_ascii
 @settings(max_examples=300, deadline=None)
-@given(hs.lists(hs.sampled_from([*PIECES, b"x" * 7, b"\n" * 9, b"\x7f", b"\x80", b"\x1a", b"\x1c", b"\x01"]),
-                max_size=40))
+@given(hs.lists(hs.sampled_from([*PIECES, *ESCAPES, b"x" * 7, b"\n" * 9, b"\x7f", b"\x80", b"\x1a", b"\x1c",
+                                  b"\x01"]), max_size=40))
 def test_a_plain_ascii_block_is_read_as_decoding_and_cleaning_would(pieces: list[bytes]) -> None:
     raw = b"".join(pieces)
     read = native.clean_ascii().text(memoryview(raw))  # type: ignore[union-attr]
     expected = clean_text(raw.decode("utf-8", errors="replace"))
     if read is None:
-        assert not raw.isascii() or b"\x00" in raw or b"\x1b" in raw
+        assert not raw.isascii()
         return
     text, n_lines = read
     assert text == expected and text.isascii()
@@ -67,3 +72,14 @@ def test_chunks_are_the_same_without_the_compiled_helper(monkeypatch: pytest.Mon
 @pytest.mark.parametrize("raw", [b"\n" * 10_007, b"a\n" * 5_003 + b"tail", b"\n" * 2_040 + b"x\n" * 9])
 def test_long_runs_of_newlines_are_all_counted(raw: bytes) -> None:
     assert native.clean_ascii().text(raw) == (raw.decode(), TextChunk(1, raw.decode()).n_lines)  # type: ignore[union-attr]
+
+
+@needs_clean_ascii
+@pytest.mark.parametrize("name", ["qiu023_kimi_436m_attnres_fsdp_rtx5090_ansi.log",
+                                  "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log",
+                                  "msft_megatron_ds_gpt3_125m_random_ltd_baseline_8gpu_ansi.log"])
+def test_a_coloured_log_is_cleaned_by_the_compiled_reader_as_by_clean_text(name: str) -> None:
+    raw = (LOGS / name).read_bytes()
+    assert b"\x1b[" in raw and raw.isascii()
+    text, n_lines = native.clean_ascii().text(raw)  # type: ignore[union-attr]
+    assert text == clean_text(raw.decode()) and n_lines == TextChunk(1, text).n_lines

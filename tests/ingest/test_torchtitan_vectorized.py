@@ -28,6 +28,10 @@ EXTRA = [
     "[rank0]:[titan] 2025-01-01 - root - INFO - step: 8  loss: nan  grad_norm: inf  tps: 1,2,3  step_time: 2s",
     "[rank0]:[titan] 2025-01-01 - root - INFO - step:9",
     "plain shell output with step: in it",
+    # the step is the first `step:` that follows no letter and has a number: fields before it are not read
+    "[rank0]:[titan] 2025-01-01 - root - INFO - loss: 9.9 substep: 3 tps: 1 step: 11  loss: 1.5  tps: 2,000",
+    "[rank0]:[titan] 2025-01-01 - root - INFO - step: x loss: 9.9 step:12\tloss: 2.5 step: 13 tflops: 3",
+    "step: 14  loss: 3.5  lr: 1e-4  grad_norm: 0.5  mfu: 7 %",
 ]
 
 
