@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import os
 import pickle
@@ -193,6 +194,17 @@ def _limit_self(limits: Limits) -> None:
     signal.alarm(int(limits.timeout_s) + ALARM_GRACE_S)
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether the address-space limit ended the work: Python's own allocations raise MemoryError, but a module
+    loaded late (the parsers' and the store's imports happen here) fails in the loader, as an ImportError saying
+    "failed to map segment", and an mmap as OSError ENOMEM."""
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+        return True
+    return isinstance(exc, ImportError) and "failed to map segment" in str(exc)
+
+
 def _prepare(folder: Path) -> dict[str, Any]:
     from ingest import pipeline
     from ingest.hints import hints_for
@@ -242,7 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     result: dict[str, Any]
     try:
         result = (_prepare if args.what == "prepare" else _save)(args.folder)
-    except MemoryError:
+    except (MemoryError, ImportError, OSError) as exc:
+        if not out_of_memory(exc):
+            raise
         result = {"memory": True}
     except PerfledgerError as exc:
         result = {"error": str(exc)}
