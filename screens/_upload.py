@@ -198,7 +198,8 @@ def _name_choice(where: Any, label: str, ids: list[str], current: str | None, ke
     picked = where.selectbox(f"{label} (catalog id)", ["", *ids], index=ids.index(current) + 1 if current in ids else 0,
                              format_func=lambda v: v or "— not stated —", key=key(label.lower()))
     typed_first = "" if known else current or ""
-    typed = str(where.text_input(f"… or a {label.lower()} name not in the catalog", typed_first,
+    article = "an" if label[0] in "AEIOU" else "a"
+    typed = str(where.text_input(f"… or {article} {label.lower()} name not in the catalog", typed_first,
                                  key=key(f"{label.lower()}_name"))).strip()
     return typed or None if typed != typed_first else picked or typed or None
 

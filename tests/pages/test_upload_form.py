@@ -69,7 +69,7 @@ def test_choices_are_applied_to_the_preview_and_stored_with_the_run(
 def test_a_name_not_in_the_catalog_is_kept_as_typed_and_warned_about(
         seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
     at = _uploaded(open_page)
-    _widget(at.text_input, "… or a accelerator name").set_value("NVIDIA GeForce RTX 9999")
+    _widget(at.text_input, "… or an accelerator name").set_value("NVIDIA GeForce RTX 9999")
     at = _submit(at, "Apply to the preview")
     assert not at.exception and not at.error
     assert "not in the catalog: kept as printed" in _said(at)
