@@ -15,6 +15,9 @@ ACCELERATOR_COLOURS: dict[str, str] = {
 }
 _FALLBACK = "#78909c"
 _ROW_AXIS = alt.Axis(labelLimit=420, labelOverlap=False)  # bar labels are read, never elided or dropped
+# A long row title, set upright above the labels and ending at the axis: turned along the axis it lay over them.
+_ROW_TITLE_ABOVE = alt.Axis(labelLimit=420, labelOverlap=False, titleAngle=0, titleAlign="right", titleBaseline="bottom",
+                            titleX=0, titleY=-6)
 Drawn = alt.Chart | alt.LayerChart  # what a builder returns: one chart, or charts layered
 
 
@@ -72,13 +75,14 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     )
     bars = alt.Chart(data).mark_bar().encode(
-        y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result", axis=_ROW_AXIS),
+        y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result id",
+                axis=_ROW_TITLE_ABOVE),
         x=alt.X("normalized:Q", title=title),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
                  alt.Tooltip("normalized:Q", format=",.4g"), "source", "result id"],
     )
-    return _drawn(_labelled(bars, data.height, "normalized", ",.3~g").properties(
+    return _drawn(_labelled(bars, data.height, "normalized", ",.4~r").properties(
         title=f"{title} per stored figure, by accelerator", height=alt.Step(20)))
 
 
