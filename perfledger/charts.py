@@ -203,7 +203,7 @@ def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
     data = frame.head(25)
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y(f"{column}:N", sort="-x", title=column, axis=_ROW_AXIS),
-        x=alt.X("result rows:Q", scale=alt.Scale(type="log"), title="result rows (count, log scale)"),
+        x=alt.X("result rows:Q", scale=alt.Scale(type="log"), stack=None, title="result rows (count, log scale)"),
         tooltip=[column, "result rows", "sources"])
     return _drawn(_labelled(bars, data.height, "result rows", ",d").properties(title=f"Stored result rows by {column}",
                                                                                height=alt.Step(24)))

@@ -87,3 +87,16 @@ def test_scaling_series_identify_themselves() -> None:
     assert any(s.get("encoding", {}).get("shape", {}).get("field") == "series" for s in _specs(spec))
     legend = next(s["encoding"]["shape"]["legend"] for s in _specs(spec) if "shape" in s.get("encoding", {}))
     assert legend["labelLimit"] >= 400  # the series' names are read in full
+
+
+def test_bars_on_a_log_axis_are_not_stacked_from_zero(page_specs: dict[str, dict[str, Any]]) -> None:
+    # A stacked bar starts at 0, which a log scale cannot place: Vega then draws no bar and no axis ticks.
+    for name, spec in page_specs.items():
+        for sub in _specs(spec):
+            mark = sub.get("mark")
+            if (mark.get("type") if isinstance(mark, dict) else mark) != "bar":
+                continue
+            for axis in AXES:
+                channel = sub.get("encoding", {}).get(axis, {})
+                if channel.get("scale", {}).get("type") == "log":
+                    assert "stack" in channel and channel["stack"] is None, f"{name}: log-scale bars stacked from 0"
