@@ -26,16 +26,24 @@ DEFAULT_RULE = audit.AuditRule()
 AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String()}
 
 
+def figures_by_config(results: pl.DataFrame, metrics: list[str]
+                      ) -> tuple[list[str], dict[tuple[Any, ...], dict[str, float]]]:
+    """The match keys present, and per configuration (their values) the first positive figure of each metric: what
+    a claim of that configuration is recomputed from."""
+    keys = [k for k in audit.MATCH_KEYS if k in results.columns]
+    basis: dict[tuple[Any, ...], dict[str, float]] = {}
+    for r in results.filter(pl.col("metric").is_in(metrics)).iter_rows(named=True):
+        if r["value"] is not None and r["value"] > 0:
+            basis.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["metric"], float(r["value"]))
+    return keys, basis
+
+
 def audit_utilization(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                       rule: audit.AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per mfu/hfu claim: reported, recomputed, rel_diff, verdict, the reproducing convention, why."""
-    keys = [k for k in audit.MATCH_KEYS if k in results.columns]
+    keys, basis = figures_by_config(results, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    basis: dict[tuple[Any, ...], dict[str, float]] = {}
-    for r in results.filter(pl.col("metric").is_in([audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])).iter_rows(named=True):
-        if r["value"] is not None and r["value"] > 0:
-            basis.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["metric"], float(r["value"]))
     rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
             for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
     return pl.DataFrame(rows, schema=AUDIT_COLUMNS)

@@ -64,13 +64,9 @@ def tokens_in(note: str | None) -> float | None:
 def audit_time_to_train(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                         rule: audit.AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per time-to-train claim (audit_mfu.AUDIT_COLUMNS): reported, recomputed, verdict, convention, why."""
-    keys = [k for k in audit.MATCH_KEYS if k in results.columns]
+    keys, basis = audit_mfu.figures_by_config(results, list(BASIS_METRICS))
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    basis: dict[tuple[Any, ...], dict[str, float]] = {}
-    for r in results.filter(pl.col("metric").is_in(BASIS_METRICS)).iter_rows(named=True):
-        if r["value"] is not None and r["value"] > 0:
-            basis.setdefault(tuple(r[k] for k in keys), {}).setdefault(r["metric"], float(r["value"]))
     rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
             for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
     return pl.DataFrame(rows, schema=audit_mfu.AUDIT_COLUMNS)
