@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -49,17 +50,47 @@ def audit_scaling(results: pl.DataFrame, rule: audit.AuditRule = DEFAULT_RULE) -
                                 pl.col("value") > 0)
     for r in throughput.iter_rows(named=True):
         series.setdefault(_series_key(r), []).append(r)
-    rows = [_audit_one(c, series.get(_series_key(c), []), rule) for c in claims]
+    indexes: dict[tuple[Any, ...], list[_Points]] = {}  # per series key: grouped once, not once per claim
+    rows = []
+    for c in claims:
+        key = _series_key(c)
+        if key not in indexes:
+            indexes[key] = _points_per_metric(series.get(key, []))
+        rows.append(_audit_one(c, series.get(key, []), indexes[key], rule))
     return pl.DataFrame(rows, schema=audit_mfu.AUDIT_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Points:
+    """One throughput metric's scaling points of a series (calc.pairing's grouping), indexed for lookups: the
+    points at each device count (in order) and each sub-series' throughput per device count."""
+
+    at_devices: dict[int, list[pairing.ScalingPoint]]
+    by_series: dict[str, dict[int, float]]
+
+
+def _points_per_metric(members: Sequence[Mapping[str, Any]]) -> list[_Points]:
+    """The series' scaling points per throughput metric, in THROUGHPUT_METRICS order."""
+    out = []
+    for metric in THROUGHPUT_METRICS:
+        points = pairing.scaling_series([m for m in members if m["metric"] == metric], lambda r: str(r["metric"]),
+                                        THROUGHPUT_METRICS[0])
+        index = _Points({}, {})
+        for p in points:
+            index.at_devices.setdefault(p.row["n_devices"], []).append(p)
+            index.by_series.setdefault(p.series, {})[p.row["n_devices"]] = p.throughput
+        out.append(index)
+    return out
 
 
 def _series_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(row.get(c) for c in pairing.SERIES_COLUMNS)
 
 
-def _audit_one(claim: Mapping[str, Any], members: Sequence[Mapping[str, Any]], rule: audit.AuditRule) -> dict[str, Any]:
+def _audit_one(claim: Mapping[str, Any], members: Sequence[Mapping[str, Any]],
+               points: Sequence[_Points], rule: audit.AuditRule) -> dict[str, Any]:
     reported, unit, n = float(claim["value"]), UNITS[claim["metric"]], claim.get("n_devices")
-    by_n, why = _throughput_by_devices(claim, members)
+    by_n, why = _throughput_by_devices(claim, members, points)
     base = stated_base(claim.get("baseline")) or (min(by_n) if by_n else None)
     if why is None and base not in by_n:
         why = f"the stated baseline of {base} devices has no throughput row in its series"
@@ -76,22 +107,21 @@ def _audit_one(claim: Mapping[str, Any], members: Sequence[Mapping[str, Any]], r
     return claim_row(claim, reported, judgement, unit, rule)
 
 
-def _throughput_by_devices(claim: Mapping[str, Any],
-                           members: Sequence[Mapping[str, Any]]) -> tuple[dict[int, float], str | None]:
-    """All-device tokens/s per device count of the claim's series (calc.pairing's grouping; per-device rows first)
-    and why there is nothing to recompute from."""
+def _throughput_by_devices(claim: Mapping[str, Any], members: Sequence[Mapping[str, Any]],
+                           points_per_metric: Sequence[_Points]
+                           ) -> tuple[dict[int, float], str | None]:
+    """All-device tokens/s per device count of the claim's series (calc.pairing's grouping, `points_per_metric`
+    from _points_per_metric; per-device rows first) and why there is nothing to recompute from."""
     if claim.get("n_devices") is None:
         return {}, "the claim states no device count"
     if not members:
         return {}, ("no tokens/s rows of the same source, model, workload, precision, strategy and accelerator "
                     "to recompute it from")
-    for metric in THROUGHPUT_METRICS:
-        points = pairing.scaling_series([m for m in members if m["metric"] == metric], lambda r: str(r["metric"]),
-                                        THROUGHPUT_METRICS[0])
-        hits = [p for p in points if p.row["n_devices"] == claim["n_devices"]
-                and claim.get("global_batch") in (None, p.row.get("global_batch"))]
-        if hits:
-            return {p.row["n_devices"]: p.throughput for p in points if p.series == hits[0].series}, None
+    for points in points_per_metric:
+        hit = next((p for p in points.at_devices.get(claim["n_devices"], [])
+                    if claim.get("global_batch") in (None, p.row.get("global_batch"))), None)
+        if hit is not None:
+            return dict(points.by_series[hit.series]), None
     counts = sorted({m["n_devices"] for m in members})
     if len(counts) < 2:
         return {}, f"its series has throughput at only {counts[0]:,} devices, so there is no scaling to recompute"
