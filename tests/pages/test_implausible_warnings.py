@@ -28,3 +28,13 @@ def test_page_shows_the_audit_warning(seeded_url: str, open_page: Callable[..., 
     assert not at.exception, at.exception
     warnings = [w.value for w in at.warning if "audit calls these figures implausible" in w.value]
     assert warnings and "h200" in warnings[0]
+
+
+def test_the_warnings_are_the_full_audit_tables_implausible_rows(seeded_engine: Engine) -> None:
+    """implausible_warnings audits only what can be implausible; it must say what the whole audit table says."""
+    from perfledger.views.audit import WARNING_KEYS, implausible_warnings
+
+    full = views.table("audit", views.AuditView(), seeded_engine).filter(plausibility="implausible")
+    expected = {tuple(r[k] for k in WARNING_KEYS): f"audit: implausible ({r['explanation']})" for r in full.to_dicts()}
+    assert expected
+    assert implausible_warnings(seeded_engine) == expected
