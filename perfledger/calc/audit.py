@@ -218,11 +218,27 @@ def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
                    .otherwise(pl.lit("inconsistent")))
                .when(pl.col("_tps_else").is_not_null()).then(pl.lit("consistent"))
                .otherwise(pl.lit("unchecked")))
-    plausibility = (pl.when(pl.col("_peak").is_null()).then(pl.lit("unchecked"))
-                    .when(pl.col("mfu_at_stated_precision") <= rule.mfu_ceiling).then(pl.lit("plausible"))
-                    .otherwise(pl.lit("implausible")))
-    return frame.with_columns(verdict=verdict, plausibility=plausibility,
+    return frame.with_columns(verdict=verdict, plausibility=_plausibility(rule),
                               peak_used=pl.col("_peak_used"))
+
+
+def _plausibility(rule: AuditRule) -> pl.Expr:
+    """unchecked without a peak, plausible at or below the MFU ceiling, else implausible (over _peak and
+    mfu_at_stated_precision)."""
+    return (pl.when(pl.col("_peak").is_null()).then(pl.lit("unchecked"))
+            .when(pl.col("mfu_at_stated_precision") <= rule.mfu_ceiling).then(pl.lit("plausible"))
+            .otherwise(pl.lit("implausible")))
+
+
+def implausible_ids(claims: pl.DataFrame, accelerators: pl.DataFrame, rule: AuditRule = AuditRule()) -> list[int]:
+    """The ids of the claims (id, accelerator_id, precision, value of model-TFLOPS rows) that audit_claims calls
+    implausible: plausibility needs only the claim and its peak, so a caller can audit just these."""
+    if claims.height == 0:
+        return []
+    frame = (claims.join(_peaks(claims, accelerators), on=["accelerator_id", "precision"], how="left",
+                         nulls_equal=True, maintain_order="left")
+             .with_columns(mfu_at_stated_precision=pl.col("value").cast(pl.Float64) / pl.col("_peak")))
+    return [int(i) for i in frame.filter(_plausibility(rule) == "implausible")["id"].to_list()]
 
 
 _EXPLAIN_COLUMNS = ("verdict", "model_id", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",

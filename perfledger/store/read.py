@@ -90,6 +90,7 @@ def results(
     accelerator_ids: Sequence[str] | None = None,
     source_ids: Sequence[str] | None = None,
     run_id: int | None = None,
+    ids: Sequence[int] | None = None,
     columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Result rows with their source, accelerator and model names; every filter is a bound parameter.
@@ -113,6 +114,8 @@ def results(
         stmt = stmt.where(r.c.source_id.in_(list(source_ids)))
     if run_id is not None:
         stmt = stmt.where(r.c.run_id == run_id)
+    if ids is not None:
+        stmt = stmt.where(r.c.id.in_(list(ids)))
     return query(engine, stmt)
 
 

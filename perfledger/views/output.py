@@ -115,7 +115,15 @@ def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
     warnings = implausible_warnings(engine) if ids else {}
     if not warnings:
         return []
-    rows = store.results(engine, columns=("id", *WARNING_KEYS)).filter(pl.col("id").is_in(sorted(ids)))
+    configs = list(warnings)  # read only the rows of the warned sources, models and accelerators, not every row
+
+    def among(key: str) -> list[Any] | None:
+        values = {c[WARNING_KEYS.index(key)] for c in configs}
+        return None if None in values else sorted(values)
+
+    rows = store.results(engine, source_ids=among("source_id"), model_ids=among("model_id"),
+                         accelerator_ids=among("accelerator_id"),
+                         columns=("id", *WARNING_KEYS)).filter(pl.col("id").is_in(sorted(ids)))
     found: dict[tuple[Any, ...], list[int]] = {}
     for r in rows.sort("id").to_dicts():
         config = tuple(r[k] for k in WARNING_KEYS)
