@@ -28,8 +28,9 @@ def catalog_table(accelerators: pl.DataFrame, results: pl.DataFrame) -> pl.DataF
     """One row per catalog accelerator: its dense peaks per precision, memory, bandwidth, TDP, interconnect and
     source, with how many result rows are stored for it and which model/metric pairs they are."""
     stored: dict[str, list[str]] = {}
-    for acc, model, metric, n in (results.group_by("accelerator_id", "model_id", "metric").len()
-                                  .sort("accelerator_id", "len", descending=[False, True]).iter_rows()):
+    for acc, model, metric, n in (results.group_by("accelerator_id", "model_id", "metric", maintain_order=True).len()
+                                  .sort("accelerator_id", "len", descending=[False, True], maintain_order=True)
+                                  .iter_rows()):  # ties in stored order, the same on every render
         stored.setdefault(str(acc), []).append(f"{model or '?'} {metric} ×{n}")
     counts = {str(a): int(n) for a, n in results.group_by("accelerator_id").len().iter_rows()}
     out = [{
