@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import polars as pl
@@ -60,9 +61,11 @@ _RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
 _SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline", "note")
 
 
-def _series_key(r: Mapping[str, Any]) -> str:
-    parts = (r[c] for c in _SERIES_COLUMNS)
-    return " · ".join(str(p) for p in parts if p not in (None, ""))
+def _series_name() -> pl.Expr:
+    """A series' name: its non-empty key values joined by " · " (one Polars expression: a Python function over
+    40,000 rows took 0.4 s)."""
+    parts = [pl.col(c).cast(pl.String) for c in _SERIES_COLUMNS]
+    return pl.concat_str([pl.when(p != "").then(p) for p in parts], separator=" · ", ignore_nulls=True)
 
 
 def _record(series: str, r: Mapping[str, Any], thr: float | None, ideal: float | None, eff: float | None,
@@ -75,10 +78,11 @@ def _record(series: str, r: Mapping[str, Any], thr: float | None, ideal: float |
 
 def _computed(rows: pl.DataFrame) -> list[dict[str, Any]]:
     throughput = rows.filter(pl.col("metric").is_in([TOKEN_METRIC, "tokens_per_s"]), pl.col("n_devices").is_not_null())
-    members = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch").to_dicts()  # costs per column
+    members = throughput.select(*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch",  # costs per column
+                                _series_name().alias("_series")).to_dicts()
     return [_record(p.series, p.row, p.throughput, p.ideal, p.efficiency, "computed from stored throughputs",
                     f"{p.base_devices} devices in this series", p.why, p.scaling)
-            for p in scaling_series(members, _series_key, TOKEN_METRIC)]
+            for p in scaling_series(members, itemgetter("_series"), TOKEN_METRIC)]
 
 
 def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
