@@ -91,6 +91,7 @@ def results(
     source_ids: Sequence[str] | None = None,
     run_id: int | None = None,
     ids: Sequence[int] | None = None,
+    workload: str | None = None,
     columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Result rows with their source, accelerator and model names; every filter is a bound parameter.
@@ -114,6 +115,8 @@ def results(
         stmt = stmt.where(r.c.source_id.in_(list(source_ids)))
     if run_id is not None:
         stmt = stmt.where(r.c.run_id == run_id)
+    if workload is not None:
+        stmt = stmt.where(r.c.workload == workload)
     if ids is not None:
         stmt = stmt.where(r.c.id.in_(list(ids)))
     return query(engine, stmt)

@@ -52,6 +52,11 @@ MIXED_WORKLOADS = ("workloads mixed on request: pretraining and fine-tuning figu
                    "(fine-tuning sees shorter batches and LoRA skips the frozen weights' gradients)")
 
 
+def store_workload(workload: str) -> str | None:
+    """The store filter (store.results' `workload`) for a workload choice: None, no filter, for "all"."""
+    return None if workload == ALL_WORKLOADS else workload
+
+
 def of_workload(frame: pl.DataFrame, workload: str) -> pl.DataFrame:
     """The rows of one workload; every row when `workload` is "all"."""
     return frame if workload == ALL_WORKLOADS else frame.filter(pl.col("workload") == workload)

@@ -24,8 +24,8 @@ from perfledger.views._shared import (
     WORKLOAD_LABELS,
     WORKLOADS,
     frame_of,
-    of_workload,
     rows_by_id,
+    store_workload,
 )
 from perfledger.views.audit import WARNING_KEYS, implausible_warnings
 
@@ -96,7 +96,7 @@ def table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
     if state.section == "catalog":
         return hardware.catalog_table(store.accelerators(engine), store.results(engine, columns=_STORED_COLUMNS))
     if state.section == "head":
-        rows = of_workload(store.results(engine, accelerator_ids=list(state.accelerators)), state.workload)
+        rows = store.results(engine, accelerator_ids=list(state.accelerators), workload=store_workload(state.workload))
         return hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators, not state.cross_source)
     return _compare(state, engine)
 
@@ -105,8 +105,8 @@ _STORED_COLUMNS = ("accelerator_id", "model_id", "metric")
 
 
 def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
-    rows = of_workload(store.results(engine, metric=state.metric, model_ids=list(state.models) or None),
-                       state.workload)
+    rows = store.results(engine, metric=state.metric, model_ids=list(state.models) or None,
+                         workload=store_workload(state.workload))
     warnings = implausible_warnings(engine)
     model_rows, acc_rows = store.catalog(engine)
     accs, models = rows_by_id(acc_rows), rows_by_id(model_rows)

@@ -329,3 +329,12 @@ def test_steps_logged_out_of_order_are_stored_by_step_with_repeats_in_the_logs_o
     stored = store.steps(seeded_store, saved.run_id)
     assert list(zip(stored["step"], stored["loss"], strict=True)) == sorted(lines, key=lambda sl: sl[0])
     assert not spool.step_files().files or not prepared.steps.files[0].exists()
+
+
+def test_results_filter_by_id_and_by_workload_in_the_query(seeded_store: Engine) -> None:
+    every = store.results(seeded_store, columns=("id", "workload"))
+    some = sorted(every["id"].to_list()[::7])
+    assert store.results(seeded_store, ids=some, columns=("id",))["id"].to_list() == some
+    assert store.results(seeded_store, ids=[], columns=("id",)).height == 0
+    sft = store.results(seeded_store, workload="sft", columns=("id", "workload"))
+    assert sft.height > 0 and sft.equals(every.filter(workload="sft"))
