@@ -38,6 +38,11 @@ def mllog_scan() -> ModuleType | None:
     return _module("mllog_scan")
 
 
+def titan_scan() -> ModuleType | None:
+    """The torchtitan step-line scanner (titan_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("titan_scan")
+
+
 def clean_ascii() -> ModuleType | None:
     """The plain-ASCII block reader (clean_ascii.c), or None where it cannot be had (see why_not)."""
     return _module("clean_ascii")

@@ -20,11 +20,11 @@ def build_native(cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler here")
-def test_both_helpers_are_built_into_the_cache_and_their_paths_printed(tmp_path: Path) -> None:
+def test_every_helper_is_built_into_the_cache_and_its_path_printed(tmp_path: Path) -> None:
     out = build_native(tmp_path)
     assert out.returncode == 0, out.stderr
     built = dict(line.split(": ", 1) for line in out.stdout.splitlines())
-    assert set(built) == {"labeled_scan", "clean_ascii"}
+    assert set(built) == {"labeled_scan", "clean_ascii", "mllog_scan", "titan_scan"}
     assert all(Path(path).parent == tmp_path and Path(path).is_file() for path in built.values())
 
 
