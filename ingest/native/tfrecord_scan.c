@@ -190,21 +190,33 @@ static int decode_event(const spec_t *s, const unsigned char *p, Py_ssize_t n, e
     return 1;
 }
 
+/* The row of the last step stored in this walk: a writer puts each tag of a step in an Event of its own. Within one
+ * walk, pending only grows, so the row stays in it (borrowed). */
+typedef struct {
+    uint64_t step;
+    PyObject *row;
+} last_t;
+
 /* pending.setdefault(step, {})[column] = value * factor for each value, in order; -1 with an exception set. */
-static int store(const spec_t *s, const event_t *ev, PyObject *pending, int64_t *counts) {
-    PyObject *key = PyLong_FromUnsignedLongLong(ev->step);
-    if (!key)
-        return -1;
-    PyObject *row = PyDict_GetItemWithError(pending, key); /* borrowed */
-    if (!row) {
-        if (PyErr_Occurred() || !(row = PyDict_New()) || PyDict_SetItem(pending, key, row) < 0) {
-            Py_XDECREF(row);
-            Py_DECREF(key);
+static int store(const spec_t *s, const event_t *ev, PyObject *pending, int64_t *counts, last_t *last) {
+    PyObject *row = last->row;
+    if (!row || last->step != ev->step) {
+        PyObject *key = PyLong_FromUnsignedLongLong(ev->step);
+        if (!key)
             return -1;
+        row = PyDict_GetItemWithError(pending, key); /* borrowed */
+        if (!row) {
+            if (PyErr_Occurred() || !(row = PyDict_New()) || PyDict_SetItem(pending, key, row) < 0) {
+                Py_XDECREF(row);
+                Py_DECREF(key);
+                return -1;
+            }
+            Py_DECREF(row); /* pending holds it */
         }
-        Py_DECREF(row); /* pending holds it */
+        Py_DECREF(key);
+        last->step = ev->step;
+        last->row = row;
     }
-    Py_DECREF(key);
     for (int i = 0; i < ev->n; i++) {
         const tag_t *t = &s->tag[ev->tag[i]];
         PyObject *x = PyFloat_FromDouble(ev->value[i] * t->factor);
@@ -281,10 +293,19 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     const unsigned char *b = buf.buf;
     long long skipped = 0;
     event_t ev;
+    last_t last = {0, NULL};
+    unsigned char checked[HEADER] = {0}; /* the last header whose length passed its checksum */
+    int any_checked = 0;
     while (buf.len - at >= HEADER) {
         const unsigned char *h = b + at;
         uint64_t length = le64(h);
-        if (masked_crc32c(h, 8) != le32(h + 8) || length > max_record)
+        if (!(any_checked && memcmp(h, checked, HEADER) == 0)) {
+            if (masked_crc32c(h, 8) != le32(h + 8))
+                break;
+            memcpy(checked, h, HEADER);
+            any_checked = 1;
+        }
+        if (length > max_record)
             break;
         if ((uint64_t)(buf.len - at) < HEADER + length + 4)
             break;
@@ -298,7 +319,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             break;
         number++;
         at += HEADER + (Py_ssize_t)length + 4;
-        if (ev.n && store(s, &ev, pending, counts) < 0)
+        if (ev.n && store(s, &ev, pending, counts, &last) < 0)
             goto done;
         if (PyDict_GET_SIZE(pending) > max_pending)
             break;
