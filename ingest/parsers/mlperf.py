@@ -64,6 +64,7 @@ def _event_json(line: str, marker: str) -> str | None:
 
 class MlperfParser(LogParser):
     format = LogFormat.MLPERF
+    bulk = True  # step events decoded by msgspec (False: every event through json.loads, the definition)
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
@@ -86,7 +87,7 @@ class MlperfParser(LogParser):
         return self.feed_prepared(self.prepare(lines, first_lineno))
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> MllogChunk:
-        return split_chunk(self.without_long_lines(lines, first_lineno), first_lineno, CONFIG_LITERALS)
+        return split_chunk(self.without_long_lines(lines, first_lineno), first_lineno, CONFIG_LITERALS, bulk=self.bulk)
 
     def feed_prepared(self, prepared: MllogChunk) -> pl.DataFrame:
         """The chunk's other `:::` lines in order through json.loads, then its step events as columns."""
