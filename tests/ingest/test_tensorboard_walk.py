@@ -26,6 +26,7 @@ from ingest.parsers import tensorboard as tb
 from ingest.parsers.base import step_frames
 from perfledger.errors import ParseError
 from tests.conftest import LOGS
+from tests.ingest.mutations import cases, corpus
 
 needs_walk = pytest.mark.skipif(native.tfrecord_scan() is None,
                                 reason=f"no compiled walk here: {native.why_not('tfrecord_scan')}")
@@ -184,6 +185,14 @@ def test_random_byte_flips_inside_records_read_the_same(seed: int, monkeypatch: 
             length = struct.unpack_from("<Q", whole, at)[0]
             damaged[at + 12 + rng.randrange(length)] = rng.randrange(256)
         assert_same(bytes(damaged), monkeypatch)
+
+
+@needs_walk
+def test_the_fuzz_mutations_of_the_real_event_files_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzz test's cases (byte flips, cut and repeated "lines", hostile numbers written into the bytes)."""
+    event_files = {"tensorboard": corpus()["tensorboard"]}
+    for case in cases(7, 40, event_files):
+        assert_same(case.raw, monkeypatch)
 
 
 # ------------------------------------------------------------------------------------------------ hostile events
