@@ -41,14 +41,12 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 import inputs
+from report import headline, print_table
 
-BASELINES = HERE / "baselines.py"  # run as a child: python bench/baselines.py FORMAT FILE -> rows
+BASELINES = HERE / "baselines.py"  # run as a child: python bench/baselines.py FORMAT FILE -> rows, seconds
+PARSE_ONLY = HERE / "parse_only.py"  # run as a child: python bench/parse_only.py FILE -> steps, seconds
 
 MB = 1_000_000  # throughput in decimal MB/s, like wc and most tools
-TARGETS = {"ingest_vs_wc_ratio": 0.03, "ingest_vs_regex_loop_ratio": 2.0, "ingest_peak_rss_mb": 300.0,
-           "mlperf_vs_reference_ratio": 3.0, "view_vs_sql_ratio_max": 2.0,
-           "browser_vs_blank_ratio_max": 2.0}
-AT_LEAST = {"ingest_vs_wc_ratio", "ingest_vs_regex_loop_ratio", "mlperf_vs_reference_ratio"}
 MLPERF_RULESET = "5.1.0"
 
 
@@ -115,13 +113,13 @@ def run_child(cmd: list[str]) -> tuple[float, float, int, str]:
 # -------------------------------------------------------------------------------------------- ingest
 
 
-def bench_ingest(fmt: str, path: Path, work: Path, repeats: int) -> dict[str, Any]:
+def bench_ingest(fmt: str, path: Path, work: Path, repeats: int, work_repeats: int) -> dict[str, Any]:
     size = path.stat().st_size
     wc, _ = timed(lambda: subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True), repeats)
     # In a child, like ours: run here, the loop's rows would raise this process's RSS high-water mark, which
     # every later child inherits through fork and reports as its own peak.
-    loop, (_, _, _, loop_out) = timed(lambda: run_child([sys.executable, str(BASELINES), fmt, str(path)]), repeats)
-    rows = int(loop_out.strip() or 0)
+    loop, loop_runs = _child_runs([sys.executable, str(BASELINES), fmt, str(path)], repeats)
+    _, parse_runs = _child_runs([sys.executable, str(PARSE_ONLY), str(path)], work_repeats)
     times, rss, steps = [], [], None
     for i in range(repeats):
         db = work / f"ingest_{fmt}_{size}_{i}.duckdb"
@@ -135,11 +133,26 @@ def bench_ingest(fmt: str, path: Path, work: Path, repeats: int) -> dict[str, An
         times.append(seconds)
         rss.append(peak)
     t = stats(times)
+    loop_work, parse_work = (stats([r["seconds"] for r in runs]) for runs in (loop_runs, parse_runs))
     mbs = {k: size / MB / t[k] for k in ("median",)} | {"min": size / MB / t["max"], "max": size / MB / t["min"]}
-    return {"format": fmt, "file_mb": size / MB, "steps": steps, "baseline_rows": rows, "seconds": t,
-            "mb_s": mbs, "wc_mb_s": size / MB / wc["median"], "regex_loop_mb_s": size / MB / loop["median"],
-            "vs_wc": wc["median"] / t["median"], "vs_regex_loop": loop["median"] / t["median"],
-            "peak_rss_mb": stats(rss)}
+    return {"format": fmt, "file_mb": size / MB, "steps": steps, "baseline_rows": loop_runs[0]["rows"],
+            "seconds": t, "mb_s": mbs, "wc_mb_s": size / MB / wc["median"],
+            "regex_loop_mb_s": size / MB / loop["median"], "vs_wc": wc["median"] / t["median"],
+            "vs_regex_loop": loop["median"] / t["median"], "parse_s": parse_work, "loop_work_s": loop_work,
+            "parser_vs_regex_loop": loop_work["median"] / parse_work["median"], "peak_rss_mb": stats(rss)}
+
+
+def _child_runs(cmd: list[str], repeats: int) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """(wall-time stats of the child processes, the JSON object each printed)."""
+    runs: list[dict[str, Any]] = []
+    walls = []
+    for _ in range(repeats):
+        seconds, _, code, out = run_child(cmd)
+        if code:
+            raise SystemExit(f"{' '.join(cmd)} failed ({code}):\n{out[-2000:]}")
+        walls.append(seconds)
+        runs.append(json.loads(out.splitlines()[-1]))
+    return stats(walls), runs
 
 
 def byte_compile_sources() -> None:
@@ -435,10 +448,6 @@ def bench_csv(url: str, n_rows: int, repeats: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- main
 
 
-def fmt_t(s: dict[str, float]) -> str:
-    return f"{s['median']:.3f} s [{s['min']:.3f}-{s['max']:.3f}]"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, seconds (CI smoke test)")
@@ -477,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                     path = work / f"{fmt}_{size // 10**6}MB.log"
                     if not path.exists():
                         inputs.build(fmt, size, path)
-                    rows.append(bench_ingest(fmt, path, work, args.repeats))
+                    rows.append(bench_ingest(fmt, path, work, args.repeats, 1 if q else args.repeats))
                     if not args.keep and fmt != "mlperf":
                         path.unlink()
             report["ingest"] = rows
@@ -508,94 +517,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_table(report)
     return 0
-
-
-def headline(r: dict[str, Any]) -> dict[str, Any]:
-    """The figures the README quotes; ingest ones are for the largest Megatron file of the run."""
-    h: dict[str, Any] = {}
-    meg = [x for x in r.get("ingest", []) if x["format"] == "megatron"]
-    if meg:
-        big, small = meg[-1], meg[0]
-        h |= {"ingest_file_mb": round(big["file_mb"], 1), "ingest_mb_s": round(big["mb_s"]["median"], 1),
-              "ingest_vs_wc_ratio": round(big["vs_wc"], 4), "ingest_vs_regex_loop_ratio": round(big["vs_regex_loop"], 2),
-              "ingest_peak_rss_mb": round(big["peak_rss_mb"]["max"], 1),
-              "ingest_peak_rss_mb_small_file": round(small["peak_rss_mb"]["max"], 1)}
-    views_ = {k: v for k, v in r.get("views", {}).items() if "ratio" in v}
-    if views_:
-        worst = max(views_, key=lambda k: views_[k]["ratio"])
-        h |= {"view_vs_sql_ratio_max": round(views_[worst]["ratio"], 2), "view_vs_sql_slowest": worst}
-    pages_ = {k: v for k, v in r.get("browser", {}).items() if "ratio" in v}
-    if pages_:
-        worst = max(pages_, key=lambda k: pages_[k]["ratio"])
-        h |= {"browser_vs_blank_ratio_max": round(pages_[worst]["ratio"], 2), "browser_slowest_page": worst}
-    if "csv" in r:
-        h["csv_export_vs_polars_ratio"] = round(r["csv"]["ratio"], 2)
-    if "ours_vs_reference" in r.get("mlperf_reader", {}):
-        h["mlperf_vs_reference_ratio"] = round(r["mlperf_reader"]["ours_vs_reference"], 2)
-    h["meets"] = {k: (h[k] >= v if k in AT_LEAST else h[k] <= v)
-                  for k, v in TARGETS.items() if k in h}
-    return h
-
-
-def print_table(r: dict[str, Any]) -> None:
-    m = r["machine"]
-    print(f"perfledger bench ({r['mode']}, median of {r['repeats']} [min-max])")
-    print(f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable, load {m['load_1min']:.1f}), "
-          f"python {m['python']}, duckdb {m['duckdb']}, polars {m['polars']}")
-    if "startup" in r:
-        s = r["startup"]
-        print(f"\nprocess fixed cost (tiny log): {fmt_t(s['seconds'])}, peak RSS {s['peak_rss_mb']['max']:.0f} MB")
-    if "ingest" in r:
-        print(f"\n{'format':<14}{'MB':>7}{'steps':>10}  {'ingest MB/s [min-max]':<24}{'wc MB/s':>9}{'loop MB/s':>10}"
-              f"{'vs wc':>8}{'vs loop':>8}{'peak RSS MB':>12}")
-        for x in r["ingest"]:
-            mbs = x["mb_s"]
-            print(f"{x['format']:<14}{x['file_mb']:>7.0f}{x['steps']:>10}  "
-                  f"{mbs['median']:>6.1f} [{mbs['min']:.1f}-{mbs['max']:.1f}]{'':<7}{x['wc_mb_s']:>9.0f}"
-                  f"{x['regex_loop_mb_s']:>10.1f}{x['vs_wc']:>8.4f}{x['vs_regex_loop']:>8.2f}"
-                  f"{x['peak_rss_mb']['max']:>12.0f}")
-    if "mlperf_reader" in r:
-        x = r["mlperf_reader"]
-        ref = (f", mlperf-logging {x['mlperf_logging']} (ruleset {x['ruleset']}) {fmt_t(x['reference_s'])}, "
-               f"ours {x['ours_vs_reference']:.2f}x faster"
-               if "reference_s" in x else f", mlperf-logging: {x['mlperf_logging']}")
-        print(f"\nMLPerf parser on {x['file_mb']:.0f} MB: ours {fmt_t(x['ours_s'])} ({x['ours_mb_s']:.1f} MB/s){ref}")
-    if "store" in r:
-        s = r["store"]
-        print(f"\nstore: {s['run']:,} runs, {s['step']:,} steps, {s['result']:,} results (built in {s['setup_s']:.1f} s)")
-    if "views" in r:
-        print(f"{'page table':<24}{'ours':>28}{'bare SQL':>28}{'ratio':>8}{'rows':>10}")
-        for name, v in r["views"].items():
-            if "error" in v:
-                print(f"{name:<24}  ERROR {v['error']}")
-                continue
-            print(f"{name:<24}{fmt_t(v['view_s']):>28}{fmt_t(v['sql_s']):>28}{v['ratio']:>8.2f}{v['rows']:>10}")
-    if "pages" in r:
-        print("\nAppTest render of each page (whole page: table, chart, widgets), default view:")
-        for slug, v in r["pages"].items():
-            errors = f"  ERRORS: {v['errors']}" if v["errors"] else ""
-            print(f"{slug:<24}{fmt_t(v['render_s']):>28}{errors}")
-    if "browser" in r:
-        b = r["browser"]
-        if "error" in b:
-            print(f"\nChromium render: skipped ({b['error']})")
-        else:
-            print(f"\nChromium render (navigation until the script is done, nothing stale), vs an empty page "
-                  f"{fmt_t(b['blank']['render_s'])}; target <= {TARGETS['browser_vs_blank_ratio_max']:g}x:")
-            for slug, v in b.items():
-                if slug != "blank":
-                    print(f"{slug:<24}{fmt_t(v['render_s']):>28}{v['ratio']:>8.2f}x")
-    if "csv" in r:
-        c = r["csv"]
-        print(f"\nCSV export, {c['rows']:,} rows: views.render {fmt_t(c['ours_s'])}, polars write_csv "
-              f"{fmt_t(c['polars_s'])}, ratio {c['ratio']:.2f} (same bytes: {c['same_bytes']})")
-    h = r["headline"]
-    print("\nheadline: " + ", ".join(f"{k}={v}" for k, v in h.items() if k != "meets"))
-    if r["mode"] == "quick":
-        print("targets:  judged on the full run only (the quick sizes are a smoke test)")
-    else:
-        print("targets:  " + ", ".join(f"{k} {'ok' if ok else 'MISSED'}" for k, ok in h["meets"].items()))
-    print(f"total {r['total_s']:.1f} s")
 
 
 if __name__ == "__main__":

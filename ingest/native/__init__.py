@@ -33,6 +33,11 @@ def labeled_scan() -> ModuleType | None:
     return _module("labeled_scan")
 
 
+def mllog_scan() -> ModuleType | None:
+    """The MLPerf MLLOG step-event scanner (mllog_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("mllog_scan")
+
+
 def clean_ascii() -> ModuleType | None:
     """The plain-ASCII block reader (clean_ascii.c), or None where it cannot be had (see why_not)."""
     return _module("clean_ascii")

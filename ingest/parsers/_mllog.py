@@ -16,7 +16,9 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from ingest import native
 from ingest.parsers._common import finite_or_null, json_number
+from ingest.parsers.base import MAX_PARSED_LINE_CHARS
 
 MLLOG = ":::MLLOG "
 # what a step event's value (tracked_stats) and metadata hold, column name -> key
@@ -85,6 +87,24 @@ def split_chunk(lines: Sequence[str], first_lineno: int, also: Sequence[str] = (
         else:
             other.append((i, line))
     return MllogChunk(_event_frame(at_line, steps), other, first_lineno)
+
+
+def scanned_chunk(text: str, first_lineno: int, also: Sequence[str]) -> MllogChunk | None:
+    """split_chunk of the chunk's text by the compiled scanner (ingest/native/mllog_scan.c), which takes the step
+    events it is sure json.loads reads the same and hands back every other line; None where the scanner is not
+    available or declines the chunk (not ASCII, a carriage return, a line over MAX_PARSED_LINE_CHARS)."""
+    scanner = native.mllog_scan()
+    if scanner is None or (found := scanner.scan(text, tuple(also), MAX_PARSED_LINE_CHARS)) is None:
+        return None
+    import numpy as np  # only here, as in the Megatron scanner: a process reading no MLPerf log does not pay it
+
+    _, at_line, tracked, values, asked_at, asked = found
+    columns = {"i": pl.Series("i", np.frombuffer(at_line, np.int64)),
+               "tracked": pl.Series("tracked", np.frombuffer(tracked, np.uint8), dtype=pl.Boolean)}
+    columns |= {name: finite_or_null(pl.Series(name, np.frombuffer(column, np.float64)))
+                for name, column in zip((*VALUE_KEYS, *META_KEYS), values, strict=True)}
+    other = list(zip(np.frombuffer(asked_at, np.int64).tolist(), asked, strict=True))
+    return MllogChunk(pl.DataFrame(columns), other, first_lineno)
 
 
 def _is_step(event: _Event) -> bool:

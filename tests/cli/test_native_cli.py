@@ -24,7 +24,7 @@ def test_every_helper_is_built_into_the_cache_and_their_paths_printed(tmp_path: 
     out = build_native(tmp_path)
     assert out.returncode == 0, out.stderr
     built = dict(line.split(": ", 1) for line in out.stdout.splitlines())
-    assert set(built) == {"labeled_scan", "clean_ascii", "tfrecord_scan"}
+    assert set(built) == {"labeled_scan", "clean_ascii", "mllog_scan", "tfrecord_scan"}
     assert all(Path(path).parent == tmp_path and Path(path).is_file() for path in built.values())
 
 
