@@ -48,6 +48,11 @@ def clean_ascii() -> ModuleType | None:
     return _module("clean_ascii")
 
 
+def tfrecord_scan() -> ModuleType | None:
+    """The TensorBoard event-file record walker (tfrecord_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("tfrecord_scan")
+
+
 def why_not(name: str = "labeled_scan") -> str | None:
     """Why a compiled helper is not in use, in plain words; None when it is (or was not asked for yet)."""
     return _unavailable.get(name)

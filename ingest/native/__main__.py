@@ -11,7 +11,7 @@ import sys
 from ingest import native
 
 HELPERS = {"labeled_scan": native.labeled_scan, "clean_ascii": native.clean_ascii, "mllog_scan": native.mllog_scan,
-           "titan_scan": native.titan_scan}
+           "titan_scan": native.titan_scan, "tfrecord_scan": native.tfrecord_scan}
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ def test_every_helper_is_built_into_the_cache_and_its_path_printed(tmp_path: Pat
     out = build_native(tmp_path)
     assert out.returncode == 0, out.stderr
     built = dict(line.split(": ", 1) for line in out.stdout.splitlines())
-    assert set(built) == {"labeled_scan", "clean_ascii", "mllog_scan", "titan_scan"}
+    assert set(built) == {"labeled_scan", "clean_ascii", "mllog_scan", "titan_scan", "tfrecord_scan"}
     assert all(Path(path).parent == tmp_path and Path(path).is_file() for path in built.values())
 
 
@@ -34,4 +34,5 @@ def test_without_a_compiler_the_build_fails_naming_each_helper_and_why(tmp_path:
     why = "could not build or load labeled_scan.c: the compiler exited with 1"
     assert f"labeled_scan: not available ({why})" in out.stderr
     assert "clean_ascii: not available (could not build or load clean_ascii.c" in out.stderr
+    assert "tfrecord_scan: not available (could not build or load tfrecord_scan.c" in out.stderr
     assert not list(tmp_path.glob("*.so"))
