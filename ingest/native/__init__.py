@@ -79,6 +79,8 @@ def _module(name: str) -> ModuleType | None:
 
 def _build_key(source: Path) -> str:
     digest = hashlib.sha256(source.read_bytes())
+    for header in sorted(SOURCES.glob("*.h")):  # what a source includes: a changed header rebuilds it
+        digest.update(header.read_bytes())
     digest.update(" ".join((*_compiler(), *CFLAGS, sysconfig.get_paths()["include"])).encode())
     return digest.hexdigest()[:16]
 

@@ -22,10 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "line_scan.h"
+
 #define MAX_DEPTH 32
 #define MAX_NUMBER 40
 #define N_COLS 7 /* st, loss, thr, mem, step_raw, samples, lr: EVENT_SCHEMA's float columns in order */
-#define MAX_ALSO 128
 
 static const char MARKER[] = ":::MLLOG ";
 enum { C_ST, C_LOSS, C_THR, C_MEM, C_STEP, C_SAMPLES, C_LR };
@@ -300,130 +301,74 @@ typedef struct {
     int64_t *at;
     uint8_t *tracked;
     double *cols; /* N_COLS columns of `stride` rows each */
-    int64_t *ask_idx, *ask_start, *ask_end;
-    Py_ssize_t n, n_ask, stride, n_lines;
+    asked_t asked;
+    Py_ssize_t n, stride, n_lines;
     int bailed; /* 1: declined (not sure), -1: out of memory */
 } out_t;
 
-static void scan_text(const char *text, Py_ssize_t len, const char **also, const Py_ssize_t *also_len, int n_also,
-                      Py_ssize_t max_line, out_t *o) {
+static void scan_text(const char *text, Py_ssize_t len, const literals_t *also, Py_ssize_t max_line, out_t *o) {
     Py_ssize_t i = 0;
     for (const char *line = text, *end = text + len; line < end; i++) {
         const char *nl = memchr(line, '\n', (size_t)(end - line));
         const char *stop = nl ? nl : end;
-        if (stop - line > max_line) {
+        size_t n = (size_t)(stop - line);
+        if ((Py_ssize_t)n > max_line) {
             o->bailed = 1;
             return;
         }
-        const char *mark = memmem(line, (size_t)(stop - line), MARKER, sizeof MARKER - 1);
+        const char *mark = memmem(line, n, MARKER, sizeof MARKER - 1);
         event_t e;
-        int tracked = 0, ask = 0;
+        int tracked = 0;
         if (mark && read_event(mark + sizeof MARKER - 1, stop, &e, &tracked)) {
             o->at[o->n] = i;
             o->tracked[o->n] = (uint8_t)tracked;
             for (int k = 0; k < N_COLS; k++)
                 o->cols[(Py_ssize_t)k * o->stride + o->n] = e.col[k];
             o->n++;
-        } else if (mark || memmem(line, (size_t)(stop - line), ":::", 3)) {
-            ask = 1;
-        } else {
-            for (int k = 0; k < n_also && !ask; k++)
-                ask = memmem(line, (size_t)(stop - line), also[k], (size_t)also_len[k]) != NULL;
-        }
-        if (ask) {
-            o->ask_idx[o->n_ask] = i;
-            o->ask_start[o->n_ask] = line - text;
-            o->ask_end[o->n_ask] = stop - text;
-            o->n_ask++;
+        } else if (mark || memmem(line, n, ":::", 3) || has_literal(line, n, also)) {
+            asked_add(&o->asked, i, line - text, stop - text);
         }
         line = nl ? nl + 1 : end;
     }
     o->n_lines = i;
 }
 
-static PyObject *bytes_of(const void *a, Py_ssize_t n) { return PyBytes_FromStringAndSize((const char *)a, n); }
-
 static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *text_obj, *also_obj;
+    PyObject *text_obj;
     Py_ssize_t max_line;
+    literals_t also;
     (void)self;
-    if (!PyArg_ParseTuple(args, "UO!n", &text_obj, &PyTuple_Type, &also_obj, &max_line))
-        return NULL;
-    int n_also = (int)PyTuple_GET_SIZE(also_obj);
-    if (n_also > MAX_ALSO) {
-        PyErr_SetString(PyExc_ValueError, "too many literals");
-        return NULL;
-    }
-    const char *also[MAX_ALSO];
-    Py_ssize_t also_len[MAX_ALSO];
-    for (int k = 0; k < n_also; k++) {
-        PyObject *item = PyTuple_GET_ITEM(also_obj, k);
-        if (!PyUnicode_Check(item) || !PyUnicode_IS_ASCII(item) || PyUnicode_GET_LENGTH(item) == 0) {
-            PyErr_SetString(PyExc_ValueError, "the literals must be non-empty ASCII strings");
-            return NULL;
-        }
-        also[k] = (const char *)PyUnicode_DATA(item);
-        also_len[k] = PyUnicode_GET_LENGTH(item);
-    }
-    if (!PyUnicode_IS_ASCII(text_obj))
-        Py_RETURN_NONE;
+    int go = scan_args(args, &text_obj, &also, &max_line);
+    if (go <= 0)
+        return go < 0 ? NULL : not_scanned(0);
     const char *text = (const char *)PyUnicode_DATA(text_obj);
     Py_ssize_t len = PyUnicode_GET_LENGTH(text_obj);
-    if (memchr(text, '\r', (size_t)len))
-        Py_RETURN_NONE;
     out_t o;
     memset(&o, 0, sizeof o);
-    Py_ssize_t cap = 1;
     PyObject *result = NULL;
     Py_BEGIN_ALLOW_THREADS
-    for (const char *p = text, *end = text + len; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
-        cap++;
+    Py_ssize_t cap = line_bound(text, len);
     o.stride = cap;
     o.at = malloc((size_t)cap * 8);
     o.tracked = malloc((size_t)cap);
     o.cols = malloc((size_t)cap * 8 * N_COLS);
-    o.ask_idx = malloc((size_t)cap * 8);
-    o.ask_start = malloc((size_t)cap * 8);
-    o.ask_end = malloc((size_t)cap * 8);
-    if (o.at && o.tracked && o.cols && o.ask_idx && o.ask_start && o.ask_end)
-        scan_text(text, len, also, also_len, n_also, max_line, &o);
+    if (asked_alloc(&o.asked, cap) && o.at && o.tracked && o.cols)
+        scan_text(text, len, &also, max_line, &o);
     else
         o.bailed = -1;
     Py_END_ALLOW_THREADS
-    if (o.bailed < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (o.bailed) {
-        result = Py_None;
-        Py_INCREF(result);
-        goto done;
-    }
-    PyObject *asked = PyList_New(o.n_ask), *cols = PyList_New(N_COLS);
-    if (!asked || !cols) {
-        Py_XDECREF(asked), Py_XDECREF(cols);
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < o.n_ask; k++) {
-        PyObject *line = PyUnicode_Substring(text_obj, o.ask_start[k], o.ask_end[k]);
-        if (!line) {
-            Py_DECREF(asked), Py_DECREF(cols);
-            goto done;
-        }
-        PyList_SET_ITEM(asked, k, line);
-    }
-    for (int k = 0; k < N_COLS; k++)
-        PyList_SET_ITEM(cols, k, bytes_of(o.cols + (Py_ssize_t)k * o.stride, o.n * 8));
-    result = Py_BuildValue("nNNNNN", o.n_lines, bytes_of(o.at, o.n * 8), bytes_of(o.tracked, o.n), cols,
-                           bytes_of(o.ask_idx, o.n_ask * 8), asked);
-done:
-    free(o.at), free(o.tracked), free(o.cols), free(o.ask_idx), free(o.ask_start), free(o.ask_end);
+    if (o.bailed)
+        result = not_scanned(o.bailed);
+    else
+        result = Py_BuildValue("nNNNN", o.n_lines, bytes_of(o.at, o.n * 8), bytes_of(o.tracked, o.n),
+                               column_bytes(o.cols, N_COLS, o.stride, o.n), asked_result(text_obj, &o.asked));
+    free(o.at), free(o.tracked), free(o.cols), asked_free(&o.asked);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, also, max_line) -> (n_lines, at, tracked, columns, asked_at, asked_lines) | None "
+     "scan(text, also, max_line) -> (n_lines, at, tracked, columns, (asked_at, asked_lines)) | None "
      "(see mllog_scan.c)"},
     {NULL, NULL, 0, NULL},
 };

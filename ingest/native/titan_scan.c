@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "line_scan.h"
+
 #define MAX_NUMBER 40
-#define MAX_ALSO 32
 #define N_FIELDS 8
 #define MAX_STEP_DIGITS 18
 
@@ -170,13 +171,12 @@ static int read_step(const char *line, const char *end, int64_t *step, double *c
 typedef struct {
     int64_t *at, *step;
     double *cols; /* N_FIELDS columns of `stride` rows each */
-    int64_t *ask_idx, *ask_start, *ask_end;
-    Py_ssize_t n, n_ask, stride;
+    asked_t asked;
+    Py_ssize_t n, stride;
     int bailed; /* 1: declined (not sure), -1: out of memory */
 } out_t;
 
-static void scan_text(const char *text, Py_ssize_t len, const char **also, const Py_ssize_t *also_len, int n_also,
-                      Py_ssize_t max_line, out_t *o) {
+static void scan_text(const char *text, Py_ssize_t len, const literals_t *also, Py_ssize_t max_line, out_t *o) {
     Py_ssize_t i = 0;
     double cols[N_FIELDS];
     for (const char *line = text, *end = text + len; line < end; i++) {
@@ -187,115 +187,57 @@ static void scan_text(const char *text, Py_ssize_t len, const char **also, const
             o->bailed = 1;
             return;
         }
-        int ask = 0;
-        if (memmem(line, n, "step:", 5)) {
-            int64_t step;
-            if (!memmem(line, n, "validat", 7) && read_step(line, stop, &step, cols)) {
-                o->at[o->n] = i;
-                o->step[o->n] = step;
-                for (int k = 0; k < N_FIELDS; k++)
-                    o->cols[(Py_ssize_t)k * o->stride + o->n] = cols[k];
-                o->n++;
-            } else {
-                ask = 1;
-            }
-        } else {
-            for (int k = 0; k < n_also && !ask; k++)
-                ask = memmem(line, n, also[k], (size_t)also_len[k]) != NULL;
-        }
-        if (ask) {
-            o->ask_idx[o->n_ask] = i;
-            o->ask_start[o->n_ask] = line - text;
-            o->ask_end[o->n_ask] = stop - text;
-            o->n_ask++;
+        int64_t step;
+        int stepish = memmem(line, n, "step:", 5) != NULL;
+        if (stepish && !memmem(line, n, "validat", 7) && read_step(line, stop, &step, cols)) {
+            o->at[o->n] = i;
+            o->step[o->n] = step;
+            for (int k = 0; k < N_FIELDS; k++)
+                o->cols[(Py_ssize_t)k * o->stride + o->n] = cols[k];
+            o->n++;
+        } else if (stepish || has_literal(line, n, also)) {
+            asked_add(&o->asked, i, line - text, stop - text);
         }
         line = nl ? nl + 1 : end;
     }
 }
 
-static PyObject *bytes_of(const void *a, Py_ssize_t n) { return PyBytes_FromStringAndSize((const char *)a, n); }
-
 static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *text_obj, *also_obj;
+    PyObject *text_obj;
     Py_ssize_t max_line;
+    literals_t also;
     (void)self;
-    if (!PyArg_ParseTuple(args, "UO!n", &text_obj, &PyTuple_Type, &also_obj, &max_line))
-        return NULL;
-    int n_also = (int)PyTuple_GET_SIZE(also_obj);
-    if (n_also > MAX_ALSO) {
-        PyErr_SetString(PyExc_ValueError, "too many literals");
-        return NULL;
-    }
-    const char *also[MAX_ALSO];
-    Py_ssize_t also_len[MAX_ALSO];
-    for (int k = 0; k < n_also; k++) {
-        PyObject *item = PyTuple_GET_ITEM(also_obj, k);
-        if (!PyUnicode_Check(item) || !PyUnicode_IS_ASCII(item) || PyUnicode_GET_LENGTH(item) == 0) {
-            PyErr_SetString(PyExc_ValueError, "the literals must be non-empty ASCII strings");
-            return NULL;
-        }
-        also[k] = (const char *)PyUnicode_DATA(item);
-        also_len[k] = PyUnicode_GET_LENGTH(item);
-    }
-    if (!PyUnicode_IS_ASCII(text_obj))
-        Py_RETURN_NONE;
+    int go = scan_args(args, &text_obj, &also, &max_line);
+    if (go <= 0)
+        return go < 0 ? NULL : not_scanned(0);
     const char *text = (const char *)PyUnicode_DATA(text_obj);
     Py_ssize_t len = PyUnicode_GET_LENGTH(text_obj);
-    if (memchr(text, '\r', (size_t)len))
-        Py_RETURN_NONE;
     out_t o;
     memset(&o, 0, sizeof o);
-    Py_ssize_t cap = 1;
     PyObject *result = NULL;
     Py_BEGIN_ALLOW_THREADS
-    for (const char *p = text, *end = text + len; p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
-        cap++;
+    Py_ssize_t cap = line_bound(text, len);
     o.stride = cap;
     o.at = malloc((size_t)cap * 8);
     o.step = malloc((size_t)cap * 8);
     o.cols = malloc((size_t)cap * 8 * N_FIELDS);
-    o.ask_idx = malloc((size_t)cap * 8);
-    o.ask_start = malloc((size_t)cap * 8);
-    o.ask_end = malloc((size_t)cap * 8);
-    if (o.at && o.step && o.cols && o.ask_idx && o.ask_start && o.ask_end)
-        scan_text(text, len, also, also_len, n_also, max_line, &o);
+    if (asked_alloc(&o.asked, cap) && o.at && o.step && o.cols)
+        scan_text(text, len, &also, max_line, &o);
     else
         o.bailed = -1;
     Py_END_ALLOW_THREADS
-    if (o.bailed < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (o.bailed) {
-        result = Py_None;
-        Py_INCREF(result);
-        goto done;
-    }
-    PyObject *asked = PyList_New(o.n_ask), *cols = PyList_New(N_FIELDS);
-    if (!asked || !cols) {
-        Py_XDECREF(asked), Py_XDECREF(cols);
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < o.n_ask; k++) {
-        PyObject *line = PyUnicode_Substring(text_obj, o.ask_start[k], o.ask_end[k]);
-        if (!line) {
-            Py_DECREF(asked), Py_DECREF(cols);
-            goto done;
-        }
-        PyList_SET_ITEM(asked, k, line);
-    }
-    for (int k = 0; k < N_FIELDS; k++)
-        PyList_SET_ITEM(cols, k, bytes_of(o.cols + (Py_ssize_t)k * o.stride, o.n * 8));
-    result = Py_BuildValue("NNNNN", bytes_of(o.at, o.n * 8), bytes_of(o.step, o.n * 8), cols,
-                           bytes_of(o.ask_idx, o.n_ask * 8), asked);
-done:
-    free(o.at), free(o.step), free(o.cols), free(o.ask_idx), free(o.ask_start), free(o.ask_end);
+    if (o.bailed)
+        result = not_scanned(o.bailed);
+    else
+        result = Py_BuildValue("NNNN", bytes_of(o.at, o.n * 8), bytes_of(o.step, o.n * 8),
+                               column_bytes(o.cols, N_FIELDS, o.stride, o.n), asked_result(text_obj, &o.asked));
+    free(o.at), free(o.step), free(o.cols), asked_free(&o.asked);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(text, also, max_line) -> (at, step, columns, asked_at, asked_lines) | None (see titan_scan.c)"},
+     "scan(text, also, max_line) -> (at, step, columns, (asked_at, asked_lines)) | None (see titan_scan.c)"},
     {NULL, NULL, 0, NULL},
 };
 

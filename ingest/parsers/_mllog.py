@@ -98,7 +98,7 @@ def scanned_chunk(text: str, first_lineno: int, also: Sequence[str]) -> MllogChu
         return None
     import numpy as np  # only here, as in the Megatron scanner: a process reading no MLPerf log does not pay it
 
-    _, at_line, tracked, values, asked_at, asked = found
+    _, at_line, tracked, values, (asked_at, asked) = found
     columns = {"i": pl.Series("i", np.frombuffer(at_line, np.int64)),
                "tracked": pl.Series("tracked", np.frombuffer(tracked, np.uint8), dtype=pl.Boolean)}
     columns |= {name: finite_or_null(pl.Series(name, np.frombuffer(column, np.float64)))

@@ -131,7 +131,7 @@ class TorchtitanParser(LogParser):
             return self.prepare(chunk.lines(), chunk.first_lineno)
         import numpy as np  # only here, as in the Megatron scanner
 
-        at_line, steps, values, asked_at, asked = found
+        at_line, steps, values, (asked_at, asked) = found
         scanned = pl.DataFrame({"i": np.frombuffer(at_line, np.int64), "step": np.frombuffer(steps, np.int64)})
         scanned = scanned.with_columns(pl.Series(name, np.frombuffer(column, np.float64)).fill_nan(None)
                                        for name, column in zip(_FIELDS, values, strict=True))

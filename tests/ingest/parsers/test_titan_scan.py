@@ -92,7 +92,7 @@ def test_the_scanner_takes_plain_step_lines_and_hands_back_the_rest() -> None:
     assert scanner is not None
     text = "\n".join(["[titan] step: 1  loss: 2.5  tps: 3,214  memory: 27.87GiB(88.88%)  mfu: 6.39%", CONFIG_LINES[1],
                       "noise", "validate step: 3  loss: 1.0", "[titan] step: 2  loss: nan"])
-    at, steps, values, asked_at, asked = scanner.scan(text, ("parallelism:",), 65536)
+    at, steps, values, (asked_at, asked) = scanner.scan(text, ("parallelism:",), 65536)
     assert list(memoryview(at).cast("q")) == [0] and list(memoryview(steps).cast("q")) == [1]
     assert [memoryview(values[k]).cast("d")[0] for k in (0, 3)] == [2.5, 3214.0]  # loss, tps
     assert list(memoryview(asked_at).cast("q")) == [1, 3, 4] and asked[0] == CONFIG_LINES[1]
