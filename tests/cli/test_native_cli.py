@@ -36,3 +36,16 @@ def test_without_a_compiler_the_build_fails_naming_each_helper_and_why(tmp_path:
     assert "clean_ascii: not available (could not build or load clean_ascii.c" in out.stderr
     assert "tfrecord_scan: not available (could not build or load tfrecord_scan.c" in out.stderr
     assert not list(tmp_path.glob("*.so"))
+
+
+def test_a_changed_header_rebuilds_the_scanners_that_include_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest import native
+
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "scan.c").write_text('#include "shared.h"\n')
+    (sources / "shared.h").write_text("#define A 1\n")
+    monkeypatch.setattr(native, "SOURCES", sources)
+    before = native._build_key(sources / "scan.c")
+    (sources / "shared.h").write_text("#define A 2\n")
+    assert native._build_key(sources / "scan.c") != before
