@@ -18,9 +18,10 @@ RUN python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt
 COPY . .
 # Byte-compiled once here: with PYTHONDONTWRITEBYTECODE, every `python -m ingest` would compile the sources again.
 RUN .venv/bin/python -m compileall -q app.py screens ingest perfledger
-# The compiled Megatron scanner needs a C compiler once, here; it is removed in the same layer, so the image stays
-# slim. Without it the server reads Megatron logs on the pure-Polars path: 1.4x the time on a 100 MB log and 2.2x
-# on 1 GB (README "Dependencies"). `python -m ingest.native` fails the build if it cannot be had.
+# The compiled scanners (Megatron, MLPerf, torchtitan, TensorBoard) need a C compiler once, here; it is removed in
+# the same layer, so the image stays slim. Without them the server reads those logs on the pure-Python/Polars paths
+# (Megatron: 1.4x the time on a 100 MB log, 2.2x on 1 GB; bench/README.md). `python -m ingest.native` fails the
+# build if one cannot be had.
 ENV PERFLEDGER_CACHE_DIR=/app/.native
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && .venv/bin/python -m ingest.native \

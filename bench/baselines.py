@@ -11,6 +11,7 @@ import json
 import re
 import struct
 import sys
+import time
 from pathlib import Path
 
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[nN][aA][nN]|[iI][nN][fF])"
@@ -136,5 +137,7 @@ def tensorboard(path: Path) -> int:
 LOOPS = {"megatron": megatron, "torchtitan": torchtitan, "mlperf": mlperf, "wandb_history": wandb_history,
          "composer": composer, "tensorboard": tensorboard}
 
-if __name__ == "__main__":  # python bench/baselines.py FORMAT FILE -> rows found
-    print(LOOPS[sys.argv[1]](Path(sys.argv[2])))
+if __name__ == "__main__":  # python bench/baselines.py FORMAT FILE -> {"rows": found, "seconds": the loop's time}
+    start = time.perf_counter()
+    found = LOOPS[sys.argv[1]](Path(sys.argv[2]))
+    print(json.dumps({"rows": found, "seconds": time.perf_counter() - start}))

@@ -57,7 +57,7 @@ def speedup_bars(frame: pl.DataFrame) -> Drawn:
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", title="model · candidate devices", sort=None, axis=_ROW_AXIS),
         x=alt.X("speedup (x):Q", title="speedup (x, candidate / baseline)"),
-        color=alt.Color("kind:N", title="figure", legend=alt.Legend(orient="bottom", labelLimit=400)),
+        color=alt.Color("kind:N", title="figure", legend=alt.Legend(orient="top", labelLimit=400)),
         yOffset="kind:N",
         tooltip=["model", "baseline", "candidate", alt.Tooltip("speedup (x):Q", format=".2f"), "kind", "caveats",
                  "source"],
@@ -220,7 +220,7 @@ def _window_band(window: StepWindow) -> alt.Chart:
     first, last = window if window is not None else (0, 0)
     band = pl.DataFrame({"first": [first], "last": [last], "window": ["steady window"]}).head(1 if window else 0)
     shaded: alt.Chart = alt.Chart(band).mark_rect(opacity=0.12, color="#1f77b4").encode(
-        x="first:Q", x2="last:Q", tooltip=[alt.Tooltip("first:Q", title="steady from step"),
+        x=alt.X("first:Q", title="step"), x2="last:Q", tooltip=[alt.Tooltip("first:Q", title="steady from step"),
                                            alt.Tooltip("last:Q", title="to step")])
     return shaded
 
@@ -240,7 +240,7 @@ def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, pr
         x=alt.X("step:Q", title="step"),
         y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
         color=alt.Color("figure:N", title=None, scale=alt.Scale(domain=names, range=["#1f77b4", "#ff7f0e"][:len(names)]),
-                        legend=alt.Legend(orient="bottom")),
+                        legend=alt.Legend(orient="right")),
         strokeDash=alt.StrokeDash("figure:N", legend=None,
                                   scale=alt.Scale(domain=names, range=[[1, 0], [4, 3]][:len(names)])),
         tooltip=["step", "figure", alt.Tooltip("value:Q", format=fmt, title=y_title)],
@@ -257,6 +257,6 @@ def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *
                   .mark_line(point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format="~s") if x == "tokens" else alt.Axis()),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
-        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", labelLimit=400, columns=1)),
+        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="top", labelLimit=400, columns=1)),
         tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)],
     ).properties(height=240))

@@ -221,6 +221,7 @@ LABELS = {
     "claim_id": "claim", "rel_diff": "relative diff", "n_results": "result rows", "mfu": "MFU",
     "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
     "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
+    "relative_difference": "relative difference", "printed_over": "printed over",
 }
 
 

@@ -14,7 +14,8 @@ from screens._upload import upload_panel
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
-           "step_time_s_median": "%.3f", "value": "%,.6g"}
+           "step_time_s_median": "%.3f", "value": "%,.6g", "printed": "%,.6g", "recomputed": "%,.6g",
+           "relative_difference": "percent"}
 SHOWN_FIRST = ("id", "file_name", "tokens_per_s_per_device", "mfu", "model_tflops_per_device")  # the run, its figures
 db = _ui.engine()
 state = _ui.page_state(PAGE)
@@ -83,7 +84,7 @@ else:
                          ("The log's own figures beside the recomputed ones", views.printed_vs_recomputed(db, row.id))):
         if frame.height:
             st.markdown(f"**{title}**")
-            _ui.show_table(frame, key=_ui.key(PAGE, f"t{len(title)}"))
+            _ui.show_table(frame, FORMATS, key=_ui.key(PAGE, f"t{len(title)}"))
     _ui.chart(charts.step_times(steps), state, "step-time")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):

@@ -33,9 +33,24 @@ def labeled_scan() -> ModuleType | None:
     return _module("labeled_scan")
 
 
+def mllog_scan() -> ModuleType | None:
+    """The MLPerf MLLOG step-event scanner (mllog_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("mllog_scan")
+
+
+def titan_scan() -> ModuleType | None:
+    """The torchtitan step-line scanner (titan_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("titan_scan")
+
+
 def clean_ascii() -> ModuleType | None:
     """The plain-ASCII block reader (clean_ascii.c), or None where it cannot be had (see why_not)."""
     return _module("clean_ascii")
+
+
+def tfrecord_scan() -> ModuleType | None:
+    """The TensorBoard event-file record walker (tfrecord_scan.c), or None where it cannot be had (see why_not)."""
+    return _module("tfrecord_scan")
 
 
 def why_not(name: str = "labeled_scan") -> str | None:
@@ -64,6 +79,8 @@ def _module(name: str) -> ModuleType | None:
 
 def _build_key(source: Path) -> str:
     digest = hashlib.sha256(source.read_bytes())
+    for header in sorted(SOURCES.glob("*.h")):  # what a source includes: a changed header rebuilds it
+        digest.update(header.read_bytes())
     digest.update(" ".join((*_compiler(), *CFLAGS, sysconfig.get_paths()["include"])).encode())
     return digest.hexdigest()[:16]
 

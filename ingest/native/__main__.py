@@ -10,7 +10,8 @@ import sys
 
 from ingest import native
 
-HELPERS = {"labeled_scan": native.labeled_scan, "clean_ascii": native.clean_ascii}
+HELPERS = {"labeled_scan": native.labeled_scan, "clean_ascii": native.clean_ascii, "mllog_scan": native.mllog_scan,
+           "titan_scan": native.titan_scan, "tfrecord_scan": native.tfrecord_scan}
 
 
 def main() -> int:

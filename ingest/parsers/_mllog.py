@@ -1,9 +1,10 @@
 """MLLOG step events, read in bulk: the `tracked_stats` and `train_loss` lines (all but a few hundred of an MLPerf
-result file) are matched and taken apart by Polars, and the rule that turns them into step rows runs on columns.
+result file) are decoded by msgspec into the few fields a step needs, and the rule that turns them into step rows
+runs on columns.
 
-A line takes the bulk path only when its JSON has the plain shape every MLPerf logger writes (namespace, time_ms,
-event_type, key, value, metadata in that order; numbers; strings without escapes); any other line is read with
-json.loads by the parser and joins the same columns (`event_columns`), so both paths give the same rows.
+msgspec reads only what it is sure of: a line it refuses (NaN, a number out of range, a string where a number
+belongs, any other key) is read with json.loads by the parser and joins the same columns (`event_columns`), so both
+paths give the same rows; json.loads is the definition.
 """
 
 from __future__ import annotations
@@ -12,30 +13,44 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import polars as pl
 
+from ingest import native
 from ingest.parsers._common import finite_or_null, json_number
+from ingest.parsers.base import MAX_PARSED_LINE_CHARS
 
 MLLOG = ":::MLLOG "
-_NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
-_STR = r'"[^"\\]*"'
-_NUM_PAIR = rf'"[A-Za-z_][A-Za-z0-9_]*": {_NUM}'
-_ANY_PAIR = rf'"[A-Za-z_][A-Za-z0-9_]*": (?:{_STR}|{_NUM}|null|true|false)'
-# The plain shape, matched without captures (Polars runs it as a DFA; captures on 300-character lines were 10x slower).
-_PLAIN_EVENT = (
-    rf'^\{{"namespace": {_STR}, "time_ms": {_NUM}, "event_type": {_STR}, "key": '
-    rf'(?:"tracked_stats", "value": \{{(?:{_NUM_PAIR}(?:, {_NUM_PAIR})*)?\}}|"train_loss", "value": {_NUM}), '
-    rf'"metadata": \{{(?:{_ANY_PAIR}(?:, {_ANY_PAIR})*)?\}}\}}\s*$'
-)
-_NUMBER_AT = rf"^({_NUM})[,}}]"  # a number and what ends it, at the start of the text after a key
-_LONGEST_NUMBER = 64  # a longer number sends its line to json.loads
-_META = '"metadata": {'
-_LOSS = '"key": "train_loss", "value": '
 # what a step event's value (tracked_stats) and metadata hold, column name -> key
 VALUE_KEYS = {"st": "train_step_time", "loss": "reduced_train_loss", "thr": "throughput", "mem": "max_memory_usage"}
 META_KEYS = {"step_raw": "step", "samples": "samples_count", "lr": "lr"}
 EVENT_SCHEMA: dict[str, pl.DataType] = {"i": pl.Int64(), "tracked": pl.Boolean()} | {
     name: pl.Float64() for name in (*VALUE_KEYS, *META_KEYS)}
+
+
+class _Tracked(msgspec.Struct, gc=False):
+    train_step_time: float | None = None
+    reduced_train_loss: float | None = None
+    throughput: float | None = None
+    max_memory_usage: float | None = None
+
+
+class _Meta(msgspec.Struct, gc=False):
+    step: float | None = None
+    samples_count: float | None = None
+    lr: float | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields of an MLLOG event a step row needs; the others are checked as JSON and passed over."""
+
+    key: str
+    value: _Tracked | float | None = None
+    metadata: _Meta | None = None
+
+
+_decode_event: Callable[[str], _Event] = msgspec.json.Decoder(_Event).decode
+_NO_META = _Meta()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,47 +62,70 @@ class MllogChunk:
     first_lineno: int
 
 
-def _number_after(text: pl.Expr, label: str, inside: Callable[[pl.Expr], pl.Expr]) -> tuple[pl.Expr, pl.Expr]:
-    """(the number after `label` where `inside(its position)` holds, whether the line must go to json.loads):
-    a label found twice (json.loads keeps the last) or followed by no number it can end is left to it."""
-    at = text.str.find(label, literal=True)
-    number = text.str.slice(at + len(label), _LONGEST_NUMBER).str.extract(_NUMBER_AT, 1)
-    unsure = (text.str.count_matches(label, literal=True) > 1) | (at.is_not_null() & number.is_null())
-    return pl.when(inside(at).fill_null(False)).then(number.cast(pl.Float64, strict=False)), unsure
+def split_chunk(lines: Sequence[str], first_lineno: int, also: Sequence[str] = (), *,
+                bulk: bool = True) -> MllogChunk:
+    """The chunk's step events msgspec reads as columns; the rest of its `:::` lines, and the lines holding any of
+    the literals `also`, left for Python. Without bulk, every `:::` line is left for Python (the definition)."""
+    at_line: list[int] = []
+    steps: list[_Event] = []
+    other: list[tuple[int, str]] = []
+    decode, keep, keep_at = _decode_event, steps.append, at_line.append
+    for i, line in enumerate(lines):
+        at = line.find(MLLOG)
+        if at < 0 or not bulk:
+            if ":::" in line or also and any(literal in line for literal in also):
+                other.append((i, line))
+            continue
+        try:
+            event = decode(line[at + len(MLLOG):])
+        except (msgspec.DecodeError, RecursionError):  # nesting deeper than msgspec recurses: json.loads says why
+            other.append((i, line))
+            continue
+        if _is_step(event):
+            keep_at(i)
+            keep(event)
+        else:
+            other.append((i, line))
+    return MllogChunk(_event_frame(at_line, steps), other, first_lineno)
 
 
-def split_chunk(lines: Sequence[str], first_lineno: int, also: Sequence[str] = ()) -> MllogChunk:
-    """The chunk's plain step events as columns; the rest of its `:::` lines, and the lines holding any of the
-    literals `also`, left for Python."""
-    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")
-    frame = frame.with_columns(pl.col("i").cast(pl.Int64))
-    line = pl.col("line")
-    has_event = line.str.contains(":::", literal=True)
-    marked = frame.filter(has_event)
-    extra = frame.filter(~has_event & line.str.contains_any(list(also))) if also else frame.clear()
-    at = line.str.find(MLLOG, literal=True)
-    parts = marked.with_columns(line.str.slice(at + len(MLLOG)).alias("text"))
-    text = pl.col("text")
-    parts = parts.with_columns(text.str.contains(_PLAIN_EVENT).fill_null(False).alias("plain"))
-    meta_at, loss_at = text.str.find(_META, literal=True), text.str.find(_LOSS, literal=True)
-    tracked = loss_at.is_null()
-    columns, unsure = {}, []
-    in_value: Callable[[pl.Expr], pl.Expr] = lambda at: tracked & at.lt(meta_at)
-    in_meta: Callable[[pl.Expr], pl.Expr] = lambda at: at.gt(meta_at)
-    for name, key in (VALUE_KEYS | META_KEYS).items():
-        columns[name], doubt = _number_after(text, f'"{key}": ', in_meta if name in META_KEYS else in_value)
-        unsure.append(doubt)
-    loss, doubt = _number_after(text, _LOSS, lambda _at: ~tracked)
-    columns["loss"] = pl.coalesce(columns["loss"], loss)
-    plain = parts.filter(pl.col("plain")).with_columns(pl.any_horizontal(*unsure, doubt).alias("unsure"))
-    fast = plain.filter(~pl.col("unsure"))
-    events = fast.select(pl.col("i").cast(pl.Int64), tracked.alias("tracked"),
-                         *(columns[name].alias(name) for name in (*VALUE_KEYS, *META_KEYS)))
-    events = pl.DataFrame({name: finite_or_null(events[name]) for name in EVENT_SCHEMA})
-    other = pl.concat([parts.filter(~pl.col("plain")).select("i", "line"), plain.filter("unsure").select("i", "line"),
-                       extra])
-    other = other.sort("i")
-    return MllogChunk(events, list(zip(other["i"].to_list(), other["line"].to_list(), strict=True)), first_lineno)
+def scanned_chunk(text: str, first_lineno: int, also: Sequence[str]) -> MllogChunk | None:
+    """split_chunk of the chunk's text by the compiled scanner (ingest/native/mllog_scan.c), which takes the step
+    events it is sure json.loads reads the same and hands back every other line; None where the scanner is not
+    available or declines the chunk (not ASCII, a carriage return, a line over MAX_PARSED_LINE_CHARS)."""
+    scanner = native.mllog_scan()
+    if scanner is None or (found := scanner.scan(text, tuple(also), MAX_PARSED_LINE_CHARS)) is None:
+        return None
+    import numpy as np  # only here, as in the Megatron scanner: a process reading no MLPerf log does not pay it
+
+    _, at_line, tracked, values, (asked_at, asked) = found
+    columns = {"i": pl.Series("i", np.frombuffer(at_line, np.int64)),
+               "tracked": pl.Series("tracked", np.frombuffer(tracked, np.uint8), dtype=pl.Boolean)}
+    columns |= {name: finite_or_null(pl.Series(name, np.frombuffer(column, np.float64)))
+                for name, column in zip((*VALUE_KEYS, *META_KEYS), values, strict=True)}
+    other = list(zip(np.frombuffer(asked_at, np.int64).tolist(), asked, strict=True))
+    return MllogChunk(pl.DataFrame(columns), other, first_lineno)
+
+
+def _is_step(event: _Event) -> bool:
+    """A step event msgspec read whole: tracked_stats with a dict value, or train_loss with a number or null."""
+    tracked = type(event.value) is _Tracked
+    return event.key == "tracked_stats" and tracked or event.key == "train_loss" and not tracked
+
+
+def _event_frame(at_line: list[int], steps: list[_Event]) -> pl.DataFrame:
+    """The step events as EVENT_SCHEMA columns; at_line holds each one's position in the chunk."""
+    values = [_as_tracked(event.value) for event in steps]
+    metas = [event.metadata or _NO_META for event in steps]
+    columns: dict[str, list[Any]] = {"i": at_line, "tracked": [event.key == "tracked_stats" for event in steps]}
+    columns |= {name: [getattr(v, key) for v in values] for name, key in VALUE_KEYS.items()}
+    columns |= {name: [getattr(m, key) for m in metas] for name, key in META_KEYS.items()}
+    return pl.DataFrame({name: finite_or_null(pl.Series(name, columns[name], dtype=dtype))
+                         for name, dtype in EVENT_SCHEMA.items()})
+
+
+def _as_tracked(value: _Tracked | float | None) -> _Tracked:
+    return value if isinstance(value, _Tracked) else _Tracked(reduced_train_loss=value)
 
 
 def event_columns(i: int, key: str, value: Any, meta: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,19 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import INT64_MAX, json_number, load_json, step_frame_from_columns, to_int
-from ingest.parsers._mllog import EVENT_SCHEMA, MLLOG, MllogChunk, StepState, event_columns, split_chunk, step_rows
+from ingest.parsers._mllog import (
+    EVENT_SCHEMA,
+    MLLOG,
+    MllogChunk,
+    StepState,
+    event_columns,
+    scanned_chunk,
+    split_chunk,
+    step_rows,
+)
 from ingest.parsers._mlperf_config import CONFIG_LITERALS, Platform, config_pairs, read_platform, shape_from_values
 from ingest.parsers.base import LogParser
+from ingest.text import TextChunk
 from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
@@ -64,6 +74,8 @@ def _event_json(line: str, marker: str) -> str | None:
 
 class MlperfParser(LogParser):
     format = LogFormat.MLPERF
+    bulk = True  # step events decoded by msgspec (False: every event through json.loads, the definition)
+    scanned = True  # with bulk, chunks read by the compiled scanner where it is available
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
@@ -86,7 +98,11 @@ class MlperfParser(LogParser):
         return self.feed_prepared(self.prepare(lines, first_lineno))
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> MllogChunk:
-        return split_chunk(self.without_long_lines(lines, first_lineno), first_lineno, CONFIG_LITERALS)
+        return split_chunk(self.without_long_lines(lines, first_lineno), first_lineno, CONFIG_LITERALS, bulk=self.bulk)
+
+    def prepare_chunk(self, chunk: TextChunk) -> MllogChunk:
+        found = scanned_chunk(chunk.text, chunk.first_lineno, CONFIG_LITERALS) if self.bulk and self.scanned else None
+        return found if found is not None else self.prepare(chunk.lines(), chunk.first_lineno)
 
     def feed_prepared(self, prepared: MllogChunk) -> pl.DataFrame:
         """The chunk's other `:::` lines in order through json.loads, then its step events as columns."""

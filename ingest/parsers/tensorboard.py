@@ -1,12 +1,9 @@
 """TensorBoard event files (`events.out.tfevents.*`), as Megatron-LM, NeMo, torchtitan and the HF Trainer write them.
 
-The file is binary: TFRecord framing (an 8-byte little-endian length, a masked CRC32C of those 8 bytes, the
-payload, a masked CRC32C of the payload), each payload one `Event` protobuf, read with the `tensorboard` package's
-own `Event` message (no TensorFlow). The framing is read here, from the stream the pipeline hands over, because the
-package's reader wants a path and ends quietly at a damaged record; here a damaged record is a problem that names the
-file, the record number (its "line") and the reason. The length's checksum is checked (a wrong length loses the
-framing: the rest of the file is counted as skipped, never guessed at); the payload's is not (pure-Python CRC32C costs
-about 28 µs a record), so a damaged payload shows as a record protobuf cannot read, or as a value out of range.
+The file is binary: TFRecord framing (read by _tfrecord.RecordReader), each payload one `Event` protobuf, read with
+the `tensorboard` package's own `Event` message (no TensorFlow), imported on the first record that needs it. Where
+the compiled walk (ingest/native/tfrecord_scan.c) is at hand, it reads the Events of the one common shape (a step
+and simple_value scalars of the tags below) and stores them as _event would; the rest still comes here.
 
 Scalars become step rows by their tag (TAGS): one row per step, the tags of a step merged. The log's own throughput,
 TFLOP/s and MFU go to the reported_* columns. Megatron also writes its arguments as text summaries
@@ -15,17 +12,16 @@ TFLOP/s and MFU go to the reported_* columns. Megatron also writes its arguments
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 import polars as pl
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
-from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
-from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c  # type: ignore[import-untyped]
 
+from ingest import native
 from ingest.parsers._common import (
     grad_accum,
     is_unset,
@@ -36,17 +32,15 @@ from ingest.parsers._common import (
     to_int,
 )
 from ingest.parsers._hf import summary_results
+from ingest.parsers._tfrecord import MAX_RECORD_BYTES, RecordReader, Walk, is_event_file
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
 from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat
 
 GIB_TO_GB = 1.073741824
-_HEADER = struct.Struct("<QI")
-MAX_RECORD_BYTES = 16 * 1024 * 1024  # an Event holding one scalar step is ~100 bytes; a longer length is damage
 ROWS_PER_FRAME = 20_000
 PENDING_STEPS = 256  # steps held open for tags still to come; the oldest half goes out past this
-_FILE_VERSION = b"brain.Event:"
 
 # tag -> (STEP_SCHEMA column, factor to its unit)
 TAGS: dict[str, tuple[str, float]] = {
@@ -91,22 +85,14 @@ _ARGS = frozenset({
     "group_query_attention", "padded_vocab_size", "swiglu", "num_experts", "moe_router_topk", "bf16", "fp16", "fp8",
 })
 _DT_FLOAT, _DT_DOUBLE = 1, 2
-READ_BLOCK = 1 << 20
 # A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
-# of these is not decoded (Megatron's `... vs samples` copies, histograms, images).
-_WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(
-    {tag.encode() for tag in (*TAGS, *_RUN_TAGS)} | {(arg + _TEXT_SUFFIX).encode() for arg in _ARGS}, key=len,
-    reverse=True)))
-
-
-def _is_event_file(head: bytes) -> bool:
-    """Whether `head` opens with a TFRecord whose Event is the file-version record every writer puts first."""
-    if len(head) < _HEADER.size:
-        return False
-    length, crc = _HEADER.unpack_from(head)
-    if length > 4096 or masked_crc32c(head[:8]) != crc:
-        return False
-    return _FILE_VERSION in head[_HEADER.size:_HEADER.size + length]
+# of these is not decoded (Megatron's `... vs samples` copies, histograms, images). TAGS first: the compiled walk
+# stores those (its columns), and leaves a record naming any other to _event.
+_WANTED_TAGS = (*(tag.encode() for tag in TAGS), *(tag.encode() for tag in _RUN_TAGS),
+                *((arg + _TEXT_SUFFIX).encode() for arg in sorted(_ARGS)))
+_WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(_WANTED_TAGS, key=len,
+                                                                                        reverse=True)))
+_COLUMNS = tuple(TAGS.values())
 
 
 class TensorBoardParser(LogParser):
@@ -119,103 +105,74 @@ class TensorBoardParser(LogParser):
 
     @classmethod
     def sniff_bytes(cls, head: bytes, file_name: str) -> bool:
-        return _is_event_file(head)
+        return is_event_file(head)
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
-        self.records = 0
         self.steps = 0
         self.args: dict[str, str] = {}
         self.tags_used: Counter[str] = Counter()
         self.other_tags = 0
-        self.other_records = 0
         self.run_figures: dict[str, float] = {}
-        self.skipped_bytes = 0
         self._pending: dict[int, dict[str, float]] = {}
         self._out: list[dict[str, float]] = []
-        self._crc: dict[bytes, int] = {}
+        self._walked = bytearray(8 * len(_COLUMNS))  # the compiled walk's count of each tag it stored (int64)
+        self._reader = RecordReader(_WANTED, self.problem, self._walk())
+
+    @property
+    def records(self) -> int:
+        return self._reader.records
+
+    @property
+    def other_records(self) -> int:
+        return self._reader.other_records
+
+    @property
+    def skipped_bytes(self) -> int:
+        return self._reader.skipped_bytes
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         raise ParseError(self.file_name, None, "a TensorBoard event file is binary; it is read with feed_stream")
 
     def feed_stream(self, stream: BinaryIO) -> Iterator[pl.DataFrame]:
         event, pending, out = self._event, self._pending, self._out
-        for number, payload in self._records(stream):
-            event(number, payload)
-            if len(pending) > PENDING_STEPS:
-                self._flush(PENDING_STEPS // 2)
-                if len(out) >= ROWS_PER_FRAME:
-                    yield self._frame()
+        try:
+            for number, payload in self._reader.read(stream):
+                if payload is not None:
+                    event(number, payload)
+                if len(pending) > PENDING_STEPS:
+                    self._flush(PENDING_STEPS // 2)
+                    if len(out) >= ROWS_PER_FRAME:
+                        yield self._frame()
+        finally:
+            self._count_walked()
         self._flush(len(self._pending))
         if self._out:
             yield self._frame()
 
-    # ------------------------------------------------------------------------------------------- framing
+    def _walk(self) -> Walk | None:
+        """The compiled walk bound to this parser's pending steps, or None (no compiler, PERFLEDGER_NATIVE=0)."""
+        scanner = native.tfrecord_scan()
+        if scanner is None:
+            return None
+        walk: Callable[..., tuple[int, int, int]] = scanner.walk
+        return functools.partial(walk, _WANTED_TAGS, _COLUMNS, self._pending, PENDING_STEPS, MAX_RECORD_BYTES,
+                                 self._walked)
 
-    def _records(self, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-        """(record number from 1, payload) for each whole record that may hold a tag read here (_WANTED: the
-        others are not decoded); the first damaged record ends the file (its rest is read, so the content hash
-        covers it, and counted). Read a block at a time, names bound locally: this loop is most of the time."""
-        unpack, search, crcs, size = _HEADER.unpack_from, _WANTED.search, self._crc, _HEADER.size
-        buf, at, eof, number, skipped = b"", 0, False, 0, 0
-        try:
-            while True:
-                left = len(buf) - at
-                if left < size and not eof:
-                    buf, at, eof = _refill(stream, buf, at, size)
-                    left = len(buf)
-                if not left:
-                    return
-                number += 1
-                if left < size:
-                    self._lost(stream, number, f"cut short in its header ({left} of 12 bytes)", left)
-                    return
-                length, crc = unpack(buf, at)
-                if crcs.get(buf[at:at + 8]) != crc and self._header_crc(buf[at:at + 8]) != crc:
-                    self._lost(stream, number, "its length fails its checksum, so the records after it cannot be "
-                                               "found", left)
-                    return
-                if length > MAX_RECORD_BYTES:
-                    self._lost(stream, number, f"a record of {length:,} bytes (over {MAX_RECORD_BYTES:,})", left)
-                    return
-                need = size + length + 4
-                if left < need and not eof:
-                    buf, at, eof = _refill(stream, buf, at, need)
-                    left = len(buf)
-                if left < need:
-                    self._lost(stream, number, f"cut short ({left - size:,} of {length + 4:,} bytes after its "
-                                               "header)", left)
-                    return
-                start = at + size
-                at += need
-                if search(buf, start, start + length) is None:
-                    skipped += 1
-                    continue
-                yield number, buf[start:start + length]
-        finally:
-            self.records, self.other_records = number, skipped
-
-    def _header_crc(self, length_bytes: bytes) -> int:
-        crc = self._crc.get(length_bytes)
-        if crc is None:
-            if len(self._crc) > 4096:
-                self._crc.clear()
-            crc = self._crc[length_bytes] = masked_crc32c(length_bytes)
-        return crc
-
-    def _lost(self, stream: BinaryIO, number: int, reason: str, read: int) -> None:
-        rest = read
-        while chunk := stream.read(1 << 20):
-            rest += len(chunk)
-        self.skipped_bytes += rest
-        self.problem(number, f"event record {number}: {reason}; the last {rest:,} bytes skipped")
+    def _count_walked(self) -> None:
+        counts = struct.unpack(f"={len(TAGS)}q", self._walked)
+        for tag, count in zip(TAGS, counts, strict=True):
+            if count:
+                self.tags_used[tag] += count
+        self._walked[:] = bytes(len(self._walked))
 
     # ------------------------------------------------------------------------------------------- events
 
     def _event(self, number: int, payload: bytes) -> None:
+        from_string, decode_error = _protobuf()
         try:
-            event = event_pb2.Event.FromString(payload)
-        except DecodeError as exc:
+            event = from_string(payload)
+        except decode_error as exc:
             self.problem(number, f"event record {number}: not a readable Event ({exc}); skipped")
             return
         step = event.step
@@ -237,7 +194,7 @@ class TensorBoardParser(LogParser):
             row[mapped[0]] = scalar * mapped[1]
             self.tags_used[tag] += 1
 
-    def _other(self, value: summary_pb2.Summary.Value) -> None:
+    def _other(self, value: Any) -> None:
         tag = value.tag
         if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
             self._argument(tag[:-len(_TEXT_SUFFIX)], value)
@@ -246,7 +203,7 @@ class TensorBoardParser(LogParser):
         else:
             self.other_tags += 1
 
-    def _argument(self, name: str, value: summary_pb2.Summary.Value) -> None:
+    def _argument(self, name: str, value: Any) -> None:
         strings = value.tensor.string_val
         if strings:
             self.args[name] = strings[0][:200].decode("utf-8", "replace")
@@ -265,8 +222,9 @@ class TensorBoardParser(LogParser):
         rows = self._out.copy()
         self._out.clear()
         self.steps += len(rows)
+        present = set().union(*rows)
         columns = {name: pl.Series(name, [row.get(name) for row in rows], dtype=dtype)
-                   for name, dtype in STEP_SCHEMA.items() if any(name in row for row in rows)}
+                   for name, dtype in STEP_SCHEMA.items() if name in present}
         return step_frame_from_columns(columns, len(rows)) if rows else empty_steps()
 
     # ------------------------------------------------------------------------------------------- finish
@@ -324,20 +282,17 @@ class TensorBoardParser(LogParser):
                 "records_of_other_tags": self.other_records, "other_tag_values": self.other_tags}
 
 
-def _refill(stream: BinaryIO, buf: bytes, at: int, need: int) -> tuple[bytes, int, bool]:
-    """buf from `at` on, with blocks read after it until it holds `need` bytes: (bytes, 0, whether the stream
-    ended)."""
-    chunks, have = [buf[at:]], len(buf) - at
-    while have < need:
-        block = stream.read(max(READ_BLOCK, need - have))
-        if not block:
-            return b"".join(chunks), 0, True
-        chunks.append(block)
-        have += len(block)
-    return b"".join(chunks), 0, False
+@functools.cache
+def _protobuf() -> tuple[Callable[[bytes], Any], type[Exception]]:
+    """Event.FromString and protobuf's DecodeError: the package is imported on the first record decoded here (about
+    0.15 s), not by every `python -m ingest` that only sniffs."""
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
+    from tensorboard.compat.proto import event_pb2  # type: ignore[import-untyped]
+
+    return event_pb2.Event.FromString, DecodeError
 
 
-def _scalar(value: summary_pb2.Summary.Value) -> float | None:
+def _scalar(value: Any) -> float | None:
     """The one number a scalar summary holds: simple_value (TF1 / torch writers) or a 0-d tensor (TF2 writers)."""
     kind = value.WhichOneof("value")
     if kind == "simple_value":

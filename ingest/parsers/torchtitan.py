@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
+from ingest import native
 from ingest.parsers._common import INT64_MAX, step_frame_from_columns, to_int
 from ingest.parsers.base import MAX_PARSED_LINE_CHARS, LogParser
 from ingest.parsers.mlperf import resolve_accelerator_or_none
+from ingest.text import TextChunk
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
@@ -70,8 +72,37 @@ class _Prepared:
     fields: pl.DataFrame  # i, step (null past 64 bits) and each of _FIELDS, one row per step line
 
 
+def _read_lines(lines: Sequence[str], positions: list[int] | None, first_lineno: int) -> _Prepared:
+    """Step and configuration lines taken apart by Polars; positions: each line's place in its chunk (default: its
+    index in lines)."""
+    long = [(i, len(line)) for i, line in enumerate(lines) if len(line) > MAX_PARSED_LINE_CHARS] \
+        if max(map(len, lines), default=0) > MAX_PARSED_LINE_CHARS else []
+    if long:
+        lines = [("" if len(line) > MAX_PARSED_LINE_CHARS else line) for line in lines]
+    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)})
+    frame = frame.with_columns(pl.Series("i", positions, dtype=pl.Int64) if positions is not None
+                               else pl.int_range(pl.len(), dtype=pl.Int64).alias("i"))
+    if positions is not None:
+        long = [(positions[i], n) for i, n in long]
+    stepish = frame.filter(pl.col("line").str.contains("step:", literal=True))
+    validation = stepish["line"].str.contains(_VALIDATE.pattern)
+    marked = stepish.filter(~validation).with_columns(pl.col("line").str.extract(_STEP_RX, 1).alias("step"))
+    is_step = marked["step"].is_not_null()
+    config = pl.concat([frame.filter(~pl.col("line").str.contains("step:", literal=True)),
+                        marked.filter(~is_step).select("line", "i")]).sort("i")
+    config = config.filter(config["line"].str.contains(_CONFIG_RX))
+    marked = marked.filter(is_step).with_columns(pl.col("line").str.replace(_UP_TO_REST_RX, "").alias("rest"))
+    fields = marked.select(
+        pl.col("i"), pl.col("step").cast(pl.Int64, strict=False),
+        *(pl.col("rest").str.extract(rx.pattern, 1).str.replace_all(",", "", literal=True)
+          .cast(pl.Float64, strict=False).alias(name) for name, rx in _FIELDS.items()))
+    return _Prepared(first_lineno, long, int(validation.sum()), config["i"].to_list(), config["line"].to_list(),
+                     fields)
+
+
 class TorchtitanParser(LogParser):
     format = LogFormat.TORCHTITAN
+    scanned = True  # step lines read by the compiled scanner where it is available (False: Polars only)
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
@@ -90,25 +121,23 @@ class TorchtitanParser(LogParser):
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> _Prepared:
         """The chunk's step lines taken apart by Polars (on the pipeline's reader threads: no parser state)."""
-        long = [(i, len(line)) for i, line in enumerate(lines) if len(line) > MAX_PARSED_LINE_CHARS] \
-            if max(map(len, lines), default=0) > MAX_PARSED_LINE_CHARS else []
-        if long:
-            lines = [("" if len(line) > MAX_PARSED_LINE_CHARS else line) for line in lines]
-        frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.String)}).with_row_index("i")
-        stepish = frame.filter(pl.col("line").str.contains("step:", literal=True))
-        validation = stepish["line"].str.contains(_VALIDATE.pattern)
-        marked = stepish.filter(~validation).with_columns(pl.col("line").str.extract(_STEP_RX, 1).alias("step"))
-        is_step = marked["step"].is_not_null()
-        config = pl.concat([frame.filter(~pl.col("line").str.contains("step:", literal=True)),
-                            marked.filter(~is_step).select("i", "line")]).sort("i")
-        config = config.filter(config["line"].str.contains(_CONFIG_RX))
-        marked = marked.filter(is_step).with_columns(pl.col("line").str.replace(_UP_TO_REST_RX, "").alias("rest"))
-        fields = marked.select(
-            pl.col("i"), pl.col("step").cast(pl.Int64, strict=False),
-            *(pl.col("rest").str.extract(rx.pattern, 1).str.replace_all(",", "", literal=True)
-              .cast(pl.Float64, strict=False).alias(name) for name, rx in _FIELDS.items()))
-        return _Prepared(first_lineno, long, int(validation.sum()), config["i"].to_list(), config["line"].to_list(),
-                         fields)
+        return _read_lines(lines, None, first_lineno)
+
+    def prepare_chunk(self, chunk: TextChunk) -> _Prepared:
+        """prepare(), with the step lines the compiled scanner is sure of read by it and the rest by Polars."""
+        scanner = native.titan_scan() if self.scanned else None
+        found = scanner.scan(chunk.text, tuple(_CONFIG_LITERALS), MAX_PARSED_LINE_CHARS) if scanner else None
+        if found is None:
+            return self.prepare(chunk.lines(), chunk.first_lineno)
+        import numpy as np  # only here, as in the Megatron scanner
+
+        at_line, steps, values, (asked_at, asked) = found
+        scanned = pl.DataFrame({"i": np.frombuffer(at_line, np.int64), "step": np.frombuffer(steps, np.int64)})
+        scanned = scanned.with_columns(pl.Series(name, np.frombuffer(column, np.float64)).fill_nan(None)
+                                       for name, column in zip(_FIELDS, values, strict=True))
+        rest = _read_lines(asked, np.frombuffer(asked_at, np.int64).tolist(), chunk.first_lineno)
+        fields = pl.concat([scanned, rest.fields]).sort("i") if rest.fields.height else scanned
+        return replace(rest, fields=fields)
 
     def feed_prepared(self, prepared: _Prepared) -> pl.DataFrame:
         """Configuration lines, a handful, in Python and in order; then the chunk's step rows."""

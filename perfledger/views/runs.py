@@ -315,7 +315,7 @@ STEP_CHARTS = (
               "reported_tokens_per_s_per_device", ",.0f"),
     StepChart("model_tflops_per_device", "Model TFLOP/s per device", "TFLOP/s per device",
               "reported_tflops_per_device", ",.1f"),
-    StepChart("mfu", "MFU", "MFU (fraction of dense peak)", "reported_mfu", ".1%"),
+    StepChart("mfu", "MFU (of the dense peak)", "MFU (%)", "reported_mfu", ".1%"),
     StepChart("loss", "Loss", "loss", None, ",.3f"),
     StepChart("step_time_s", "Step time", "step time (s)", None, ",.3f"),
 )

@@ -83,18 +83,6 @@ def test_parse_is_the_same_whatever_the_chunk_size() -> None:
     assert small.equals(large)
 
 
-@pytest.mark.parametrize("name", ["cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt",
-                                  "mangoboost_mi300x_1node_llama2_70b_lora_v5.1_result_0.txt",
-                                  "amd_mi355x_llama31_8b_v5.1_result_0.txt"])
-def test_lines_read_in_bulk_give_what_json_loads_gives(name: str) -> None:
-    """An escaped slash is the same JSON but sends every line to json.loads instead of the bulk reader."""
-    text = (LOGS / name).read_text(encoding="utf-8")
-    bulk_summary, bulk = parse_text(PARSER, text, name)
-    json_summary, by_json = parse_text(PARSER, text.replace('"/', '"\\/'), name)
-    assert bulk.height > 0 and bulk.equals(by_json)
-    assert bulk_summary == json_summary
-
-
 def test_a_repeated_key_counts_as_json_loads_reads_it() -> None:
     line = (':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "tracked_stats", '
             '"value": {"train_step_time": 1.0, "train_step_time": 2.0}, "metadata": {"step": 3, "step": 4}}')
