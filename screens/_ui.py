@@ -228,6 +228,7 @@ LABELS = {
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 
 
+MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keeps them all
 MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
 
 
@@ -236,6 +237,10 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
     stored column names shown under readable labels, empty cells as MISSING, the `first` columns leftmost and
     the `widths` (px, or "small", "medium", "large") fixed, so what matters fits the screen (the CSV keeps its order)."""
+    if frame.height > MAX_SHOWN_ROWS:  # 50,000 audited claims took seconds to send and draw, and no one reads them
+        st.caption(f"The first {MAX_SHOWN_ROWS:,} of {frame.height:,} rows, in the table's order: narrow the filters "
+                   "above to see others; Download CSV holds every row.")
+        frame = frame.head(MAX_SHOWN_ROWS)
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
                for name, fmt in (formats or {}).items() if name in frame.columns}

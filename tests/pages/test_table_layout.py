@@ -53,3 +53,20 @@ def test_runs_list_shows_throughput_and_mfu_next_to_the_run_name(
     pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
     table = open_page("runs").dataframe[0]
     assert list(table.proto.column_order)[:4] == ["id", "file_name", "tokens_per_s_per_device", "mfu"]
+
+
+def _long_table() -> None:
+    import polars as pl
+
+    from screens import _ui
+
+    _ui.show_table(pl.DataFrame({"claim": range(_ui.MAX_SHOWN_ROWS + 500)}), key="long")
+
+
+def test_a_long_table_sends_its_first_rows_and_says_the_csv_holds_every_row() -> None:
+    from screens import _ui
+
+    at = AppTest.from_function(_long_table).run(timeout=60)
+    assert not at.exception, at.exception
+    assert at.dataframe[0].value.shape[0] == _ui.MAX_SHOWN_ROWS
+    assert f"The first {_ui.MAX_SHOWN_ROWS:,} of {_ui.MAX_SHOWN_ROWS + 500:,} rows" in at.caption[0].value
