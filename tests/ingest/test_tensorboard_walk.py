@@ -27,6 +27,7 @@ from ingest.parsers.base import step_frames
 from perfledger.errors import ParseError
 from tests.conftest import LOGS
 from tests.ingest.mutations import cases, corpus
+from tests.ingest.parsers.test_tensorboard import scalar_event as event
 
 needs_walk = pytest.mark.skipif(native.tfrecord_scan() is None,
                                 reason=f"no compiled walk here: {native.why_not('tfrecord_scan')}")
@@ -39,18 +40,6 @@ FIXTURES = [LOGS / "cscs_gh200_llama3_1b_10n4g_megatron.events.out.tfevents.1776
 def framed(payload: bytes) -> bytes:
     length = struct.pack("<Q", len(payload))
     return length + struct.pack("<I", package_crc(length)) + payload + struct.pack("<I", package_crc(payload))
-
-
-def event(step: int, values: dict[str, float], *, tensor: bool = False) -> bytes:
-    summary = summary_pb2.Summary()
-    for tag, number in values.items():
-        value = summary.value.add(tag=tag)
-        if tensor:
-            value.tensor.dtype = 1
-            value.tensor.float_val.append(number)
-        else:
-            value.simple_value = number
-    return event_pb2.Event(wall_time=2.0, step=step, summary=summary).SerializeToString()  # type: ignore[no-any-return]
 
 
 def text_arg(name: str, text: str) -> bytes:

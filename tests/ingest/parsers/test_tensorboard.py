@@ -41,6 +41,11 @@ def file_version() -> bytes:
 
 
 def scalars(step: int, values: dict[str, float], *, tensor: bool = False) -> bytes:
+    return record(scalar_event(step, values, tensor=tensor))
+
+
+def scalar_event(step: int, values: dict[str, float], *, tensor: bool = False) -> bytes:
+    """An Event holding scalars at `step` (torch's simple_value, or TF2's 0-d tensor), serialised."""
     summary = summary_pb2.Summary()
     for tag, number in values.items():
         value = summary.value.add(tag=tag)
@@ -49,7 +54,7 @@ def scalars(step: int, values: dict[str, float], *, tensor: bool = False) -> byt
             value.tensor.float_val.append(number)
         else:
             value.simple_value = number
-    return record(event_pb2.Event(wall_time=2.0, step=step, summary=summary).SerializeToString())
+    return event_pb2.Event(wall_time=2.0, step=step, summary=summary).SerializeToString()  # type: ignore[no-any-return]
 
 
 def parse_bytes(raw: bytes, name: str = "events.out.tfevents.1.host.1.0") -> tuple[TensorBoardParser, pl.DataFrame]:
