@@ -27,4 +27,5 @@ with st.sidebar:
         st.badge("read-only", icon=":material/lock:", color="orange")
     st.caption("Every derived figure is recomputed by `perfledger.calc`; each table downloads as CSV.")
 
-navigation.run()
+with store.reading():  # the page's reads share one connection, and the file is free again after it
+    navigation.run()

@@ -68,6 +68,9 @@ class Job:
     """One child process at work on one folder; poll() until done, then outcome() (or cancel())."""
 
     def __init__(self, what: str, folder: Path, db_url: str, limits: Limits) -> None:
+        from perfledger.store.engine import hand_over  # the parent's only store import: the child loads it late
+
+        hand_over()  # the page's reads must not hold the DuckDB file the child opens
         self.what, self.folder, self.limits = what, folder, limits
         self.started = time.monotonic()
         env = {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url}

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.errors import StoreNotInitialised
 from perfledger.records import STEP_SCHEMA, RunRow
+from perfledger.store.engine import answers_for
 from perfledger.store.engine import connection as _connection
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
@@ -38,7 +39,24 @@ def polars_type(column: sa.ColumnElement[Any]) -> pl.DataType:
 
 
 def _frame(conn: Connection, stmt: sa.Select[Any]) -> pl.DataFrame:
-    """Run a select and return a frame whose dtypes follow the schema, the same on every engine."""
+    """Run a select and return a frame whose dtypes follow the schema, the same on every engine; a select asked
+    again in the same `reading()` block gets the frame it got the first time (frames are not changed in place)."""
+    answers = answers_for(conn)
+    if answers is None:
+        return _fresh_frame(conn, stmt)
+    key = _select_key(conn, stmt)
+    if key not in answers:
+        answers[key] = _fresh_frame(conn, stmt)
+    frame: pl.DataFrame = answers[key]
+    return frame
+
+
+def _select_key(conn: Connection, stmt: sa.Select[Any]) -> tuple[Any, ...]:
+    compiled = stmt.compile(dialect=conn.dialect)
+    return str(compiled), tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in compiled.params.items())
+
+
+def _fresh_frame(conn: Connection, stmt: sa.Select[Any]) -> pl.DataFrame:
     target = {c.name: polars_type(c) for c in stmt.selected_columns}
     if conn.dialect.name == "duckdb":
         frame = conn.execute(stmt).cursor.pl()  # Arrow, no row objects
