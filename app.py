@@ -22,7 +22,7 @@ navigation = st.navigation(
 
 with st.sidebar:
     st.caption("Store in use")
-    st.code(store.mask_url(settings().db_url), language=None, wrap_lines=True)
+    st.text(store.mask_url(settings().db_url))  # st.code loads a syntax highlighter: 0.7 s of every first paint
     if settings().read_only:
         st.badge("read-only", icon=":material/lock:", color="orange")
     st.caption("Every derived figure is recomputed by `perfledger.calc`; each table downloads as CSV.")

@@ -161,16 +161,24 @@ def compute(page: Page[Any], state: Any, db: Engine) -> pl.DataFrame:
         render_error(exc)
 
 
-def show_formula(page: Page[Any], inputs: pl.DataFrame | None = None, note: str = "") -> None:
-    with st.expander("How is this computed?", icon=":material/function:"):
+def show_formula(page: Page[Any], inputs: Callable[[], pl.DataFrame | None] | None = None, note: str = "") -> None:
+    """The page's formulas, `note` and input rows, drawn only while the expander is open: the code blocks and
+    the input table cost the browser about a second on every page's first paint, for a panel most visits never
+    open."""
+    box = st.expander("How is this computed?", icon=":material/function:", key=f"formula:{page.slug}",
+                      on_change="rerun")
+    if not box.open:
+        return
+    with box:
         for func in page.formulas:
             st.markdown(f"**`perfledger.calc.{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}`**")
             st.code(views.formula_of(func), language=None)
         if note:
             st.caption(note)
-        if inputs is not None:
-            st.caption(f"Input rows ({inputs.height}):")
-            st.dataframe(inputs, hide_index=True, width="stretch", placeholder=MISSING)
+        rows = inputs() if inputs is not None else None
+        if rows is not None:
+            st.caption(f"Input rows ({rows.height}):")
+            st.dataframe(rows, hide_index=True, width="stretch", placeholder=MISSING)
 
 
 def download(state: Any, table: pl.DataFrame) -> None:

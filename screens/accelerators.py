@@ -83,6 +83,6 @@ _ui.chart(charts.accelerator_bars(table, table["normalized unit"][0]), state, "b
 _ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)
-_ui.show_formula(PAGE, views.input_rows(table, db),
+_ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note="MFU divides model TFLOPS by the dense peak of the row's precision "
                       "(bf16 when unstated, said in `why`).")

@@ -46,6 +46,6 @@ if stored.height:
     _ui.chart(chart, state, "stored")
 _ui.show_table(table, FORMATS, key="scaling_table")
 _ui.download(state, table)
-_ui.show_formula(PAGE, views.input_rows(table, db),
+_ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note="Computed efficiencies use each series' smallest device count as the base; "
                       "stored ones are as published.")

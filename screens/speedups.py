@@ -65,5 +65,5 @@ _ui.implausible(table, db)
 _ui.chart(charts.speedup_bars(table), state, "bars")
 _ui.show_table(table, FORMATS, key="speedups_table", widths=WIDTHS)
 _ui.download(state, table)
-_ui.show_formula(PAGE, views.input_rows(table, db),
+_ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note=f"TFLOPS recomputed with the '{state.formula}' FLOPs formula at each row's sequence length.")

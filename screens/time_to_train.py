@@ -56,4 +56,4 @@ _ui.chart(charts.time_vs_devices(table), state, "devices")
 _ui.show_table(table, FORMATS, key="ttt_table")
 _ui.download(state, table)
 row = views.measured_row(state, db) if state.mode == "measured" else None
-_ui.show_formula(PAGE, views.rows_as_inputs([row]) if row else None)
+_ui.show_formula(PAGE, lambda: views.rows_as_inputs([row]) if row else None)
