@@ -120,3 +120,32 @@ def test_no_legend_sits_under_its_chart(page_specs: dict[str, dict[str, Any]]) -
             for channel in sub.get("encoding", {}).values():
                 legend = channel.get("legend") if isinstance(channel, dict) else None
                 assert not (isinstance(legend, dict) and legend.get("orient") == "bottom"), f"{name}: legend at bottom"
+
+
+def _inline_rows(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def _many_accelerator_rows(n: int) -> pl.DataFrame:
+    """n stored figures; the first accelerator's are all lower than every other's."""
+    accs = ["mi250", "h100-sxm", "a100-80gb", "gaudi2", "cs-2"]
+    return pl.DataFrame({
+        "accelerator": [accs[i % 5] for i in range(n)], "accelerator name": "x", "model": "llama2-70b",
+        "devices": 8, "precision": "bf16", "framework": "f", "value": 1.0,
+        "normalized": [float(i % 5 * 1000 + i) for i in range(n)], "normalized unit": "tokens/s per device",
+        "source": "s", "result id": list(range(n)), "why": "a long sentence no chart shows " * 4})
+
+
+def test_a_bar_chart_of_many_rows_draws_each_accelerators_best_first_and_says_how_many() -> None:
+    spec = charts.accelerator_bars(_many_accelerator_rows(300), "tokens/s per device").to_dict()
+    bars = {r["result id"]: r for r in _inline_rows(spec)}
+    assert len(bars) == charts.MOST_BARS
+    assert {r["accelerator"] for r in bars.values()} == {"mi250", "h100-sxm", "a100-80gb", "gaudi2", "cs-2"}
+    assert any(f"{charts.MOST_BARS} of 300" in line for line in spec["title"]["subtitle"])
+    assert all("why" not in r for r in bars.values())  # only the columns a chart encodes travel to the browser
+
+
+def test_a_bar_chart_that_fits_draws_every_row_without_a_subtitle() -> None:
+    spec = charts.accelerator_bars(_many_accelerator_rows(12), "tokens/s per device").to_dict()
+    assert len({r["result id"] for r in _inline_rows(spec)}) == 12
+    assert "subtitle" not in spec["title"]
