@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from ingest import pipeline
@@ -26,16 +26,18 @@ QUERIES = {
 
 @pytest.fixture()
 def downloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
-    """Bytes handed to st.download_button, by file name (a spy on Streamlit's in-memory media store)."""
+    """Bytes a press of each st.download_button gives, by file name (a spy on Streamlit's media file manager,
+    which holds the callable of a file made when asked for)."""
     seen: dict[str, bytes] = {}
-    original = MemoryMediaFileStorage.load_and_get_id
+    original = MediaFileManager.add_deferred
 
-    def spy(self: MemoryMediaFileStorage, path_or_data: Any, mimetype: str, kind: Any, filename: str | None = None) -> str:
-        if isinstance(path_or_data, bytes) and filename:
-            seen[filename] = path_or_data
-        return original(self, path_or_data, mimetype, kind, filename)
+    def spy(self: MediaFileManager, data_callable: Callable[[], Any], mimetype: str | None, coordinates: str,
+            file_name: str | None = None, **kwargs: Any) -> str:
+        if file_name:
+            seen[file_name] = data_callable()
+        return original(self, data_callable, mimetype, coordinates, file_name, **kwargs)
 
-    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy)
     return seen
 
 
