@@ -13,6 +13,7 @@ from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
+from perfledger.views.remembered import by_content
 
 VERDICTS = audit.VERDICTS
 # Every claim kind the audit checks and the rows it recomputes them from; the note states a time claim's tokens,
@@ -47,8 +48,24 @@ def audit_rule(state: AuditView) -> audit.AuditRule:
 def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rows = store.results(engine, metric=sorted(AUDITED_METRICS), columns=INPUT_COLUMNS)
-    catalog = store.catalog(engine)
-    tflops = audit.audit_claims(rows, *catalog, state.rule())
+    frame = _audited(rows, *store.catalog(engine), state.rule())
+    if state.workload != ALL_WORKLOADS:
+        frame = frame.filter(pl.col("workload") == state.workload)
+    if state.models:
+        frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
+    if state.sources:
+        frame = frame.filter(pl.col("source_id").is_in(list(state.sources)))
+    if state.verdicts:
+        frame = frame.filter(pl.col("verdict").is_in(list(state.verdicts)))
+    return frame.sort(list(ORDER), nulls_last=True, maintain_order=True)
+
+
+@by_content(keep=4)
+def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
+             rule: audit.AuditRule) -> pl.DataFrame:
+    """Every claim among `rows` audited, unfiltered and unsorted."""
+    catalog = (models, accelerators)
+    tflops = audit.audit_claims(rows, *catalog, rule)
     tflops = tflops.with_columns(  # the TFLOPS audit names its other formula in the explanation
         convention=pl.when(pl.col("verdict") == "consistent").then(pl.lit("default")).otherwise(pl.lit(None)),
         reason=pl.when(pl.col("verdict") == "consistent").then(pl.lit(None))
@@ -59,19 +76,10 @@ def table(state: AuditView, engine: Engine) -> pl.DataFrame:
             + "%", pl.col("reported")))
         .otherwise(pl.lit("no tokens/s row, model shape or peak to recompute it from")))
     columns: Any = audit_mfu.AUDIT_COLUMNS
-    frame = pl.concat([tflops.select(list(columns)).cast(columns),
-                       audit_mfu.audit_utilization(rows, *catalog, state.rule()),
-                       audit_time.audit_time_to_train(rows, *catalog, state.rule()),
-                       audit_scaling.audit_scaling(rows, state.rule())], how="vertical")
-    if state.workload != ALL_WORKLOADS:
-        frame = frame.filter(pl.col("workload") == state.workload)
-    if state.models:
-        frame = frame.filter(pl.col("model_id").is_in(list(state.models)))
-    if state.sources:
-        frame = frame.filter(pl.col("source_id").is_in(list(state.sources)))
-    if state.verdicts:
-        frame = frame.filter(pl.col("verdict").is_in(list(state.verdicts)))
-    return frame.sort(list(ORDER), nulls_last=True, maintain_order=True)
+    return pl.concat([tflops.select(list(columns)).cast(columns),
+                      audit_mfu.audit_utilization(rows, *catalog, rule),
+                      audit_time.audit_time_to_train(rows, *catalog, rule),
+                      audit_scaling.audit_scaling(rows, rule)], how="vertical")
 
 
 ORDER = ("verdict", "source_id", "model_id", "n_devices")  # the table's rows, sorted stably
@@ -107,9 +115,12 @@ def _implausible_claims(engine: Engine, state: AuditView) -> pl.DataFrame:
     rows = store.results(engine, metric=audit.CLAIM_METRIC, ids=ids, columns=audit.INPUT_COLUMNS)
     throughput = store.results(engine, metric=audit.THROUGHPUT_METRIC, model_ids=_ids_in(rows, "model_id"),
                                accelerator_ids=_ids_in(rows, "accelerator_id"), columns=audit.INPUT_COLUMNS)
-    frame = audit.audit_claims(pl.concat([rows, throughput]).sort("id"), models, accelerators, rule)
+    frame = _audit_claims(pl.concat([rows, throughput]).sort("id"), models, accelerators, rule)
     return frame.filter(pl.col("plausibility") == "implausible").sort(list(ORDER), nulls_last=True,
                                                                       maintain_order=True)
+
+
+_audit_claims = by_content(keep=8)(audit.audit_claims)  # the warnings of three pages audit the same claims
 
 
 def _ids_in(rows: pl.DataFrame, column: str) -> list[str] | None:
