@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from measure import ROOT, first_value, timed
+from measure import ROOT, first_value, stats, timed
 
 # --------------------------------------------------------------------------------------------- store
 
@@ -188,7 +189,9 @@ def _serve(script: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
 
 def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
     """Each page's time to render in Chromium (fresh context each time, so no session is reused) against an empty
-    Streamlit page; the first, warming load of each is not timed (with `warm`; --quick leaves it out)."""
+    Streamlit page loaded just before it: a page's ratio is the median of its paired ratios, so the machine's load
+    drifting during the run (2 cores, shared) moves both sides of a pair alike. The first, warming load of each is
+    not timed (with `warm`; --quick leaves it out)."""
     if not CHROMIUM.exists():
         return {"error": "needs /usr/bin/chromium"}
     from playwright.sync_api import sync_playwright
@@ -204,25 +207,31 @@ def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> d
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                         args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
 
-            def load(address: str) -> None:
+            def load(address: str) -> float:
                 ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
                 page = ctx.new_page()
+                t0 = time.perf_counter()
                 page.goto(address, wait_until="networkidle", timeout=120_000)
                 page.wait_for_selector(_SETTLED, timeout=120_000)
                 page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
+                seconds = time.perf_counter() - t0
                 ctx.close()
+                return seconds
 
             app_base, blank_base = servers[0][1], servers[1][1]
             if warm:
                 load(blank_base)
-            t_blank, _ = timed(partial(load, blank_base), repeats)
-            out["blank"] = {"render_s": t_blank}
+            blanks: list[float] = []
             for page_ in PAGES:
                 address = f"{app_base}/{page_.slug}"
                 if warm:
                     load(address)
-                t, _ = timed(partial(load, address), repeats)
-                out[page_.slug] = {"render_s": t, "ratio": t["median"] / t_blank["median"]}
+                pairs = [(load(blank_base), load(address)) for _ in range(repeats)]
+                blanks += [b for b, _ in pairs]
+                out[page_.slug] = {"render_s": stats([t for _, t in pairs]),
+                                   "paired_blank_s": stats([b for b, _ in pairs]),
+                                   "ratio": statistics.median(t / b for b, t in pairs)}
+            out = {"blank": {"render_s": stats(blanks)}} | out
             browser.close()
     finally:
         for proc, _ in servers:
