@@ -242,6 +242,14 @@ MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keep
 MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
 
 
+def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
+    """The frame as the browser gets it: each text column but the links dictionary-encoded, so a text repeated
+    down the rows travels once (the Scaling table's 2,000 rows: 923 KB -> 193 KB); the cells read the same."""
+    links_ = {name for name, column in config.items() if column.get("type_config", {}).get("type") == "link"}
+    return frame.with_columns(pl.col(name).cast(pl.Categorical) for name, dtype in frame.schema.items()
+                              if dtype == pl.String and name not in links_)
+
+
 def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
                first: Sequence[str] = (), widths: Mapping[str, str | int] | None = None) -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
@@ -270,7 +278,7 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
             config.setdefault(name, st.column_config.Column(LABELS.get(name, name)))["width"] = width
     order = [c for c in first if c in frame.columns] if first else []
     order += [c for c in frame.columns if c not in order] if order else []
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
+    st.dataframe(as_sent(frame, config), hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
                  placeholder=MISSING)
 
 

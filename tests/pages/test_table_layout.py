@@ -70,3 +70,27 @@ def test_a_long_table_sends_its_first_rows_and_says_the_csv_holds_every_row() ->
     assert not at.exception, at.exception
     assert at.dataframe[0].value.shape[0] == _ui.MAX_SHOWN_ROWS
     assert f"The first {_ui.MAX_SHOWN_ROWS:,} of {_ui.MAX_SHOWN_ROWS + 500:,} rows" in at.caption[0].value
+
+
+def _repeated_text_table() -> None:
+    import polars as pl
+
+    from screens import _ui
+
+    _ui.show_table(pl.DataFrame({"series": ["llama2-70b · h100-sxm · pretrain · bf16 · 3D"] * 1_500 + [None],
+                                 "source": ["nv_blog_nemo_h200_2023"] * 1_501, "devices": range(1_501)}), key="repeated")
+
+
+def test_repeated_text_travels_once_and_reads_the_same() -> None:
+    import io
+
+    import pyarrow as pa
+
+    at = AppTest.from_function(_repeated_text_table).run(timeout=60)
+    assert not at.exception, at.exception
+    sent = pa.ipc.open_stream(io.BytesIO(at.dataframe[0].proto.arrow_data.data)).read_all()
+    assert pa.types.is_dictionary(sent.schema.field("series").type)
+    assert not pa.types.is_dictionary(sent.schema.field("source").type)  # a link column stays text
+    assert sent.column("series").nbytes < 3_000  # as text, its 1,500 copies are 66,000 bytes
+    shown = at.dataframe[0].value
+    assert shown["series"].iloc[0] == "llama2-70b · h100-sxm · pretrain · bf16 · 3D" and shown["series"].isna().iloc[-1]
