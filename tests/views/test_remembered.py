@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 
 from perfledger import store, views
 from perfledger.records import ResultRecord
-from perfledger.views.remembered import by_content
+from perfledger.views.remembered import by_content, forget
 
 
 def counting() -> tuple[list[int], Callable[[pl.DataFrame, Any], float]]:
@@ -53,6 +53,15 @@ def test_a_changed_argument_is_computed_afresh_and_only_the_last_answers_are_kep
     for scale in (1.0, 2.0, 3.0, 1.0):
         total(frame, scale)
     assert len(calls) == 4  # 1.0 was the oldest of three, past keep=2
+
+
+def test_forgetting_computes_the_next_call_afresh() -> None:
+    calls, total = counting()
+    frame = pl.DataFrame({"x": [1.0]})
+    total(frame, 1.0)
+    forget()
+    total(frame, 1.0)
+    assert len(calls) == 2
 
 
 def test_an_unhashable_argument_is_refused_not_silently_recomputed() -> None:
