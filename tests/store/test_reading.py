@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -87,28 +87,31 @@ def test_a_failed_read_does_not_spoil_the_reads_after_it(seeded_store: Engine) -
         assert store.results(seeded_store, metric="mfu").height > 0
 
 
-def test_the_duckdb_file_is_free_for_another_process_after_the_block(tmp_path: Path) -> None:
+def empty_duckdb_store(tmp_path: Path) -> tuple[Engine, Callable[[], subprocess.CompletedProcess[str]]]:
+    """A DuckDB store, and a call that has another process open its file for writing."""
     db = tmp_path / "store.duckdb"
     engine = store.engine_from_url(f"duckdb:///{db}")
     store.create_schema(engine)
-    open_for_writing = [sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r}).close()"]
+    command = [sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r}).close()"]
+    return engine, lambda: subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+
+
+def test_the_duckdb_file_is_free_for_another_process_after_the_block(tmp_path: Path) -> None:
+    engine, open_for_writing = empty_duckdb_store(tmp_path)
     with store.reading():
         store.results(engine)
-        held = subprocess.run(open_for_writing, check=False, capture_output=True, text=True, timeout=60)
-    freed = subprocess.run(open_for_writing, check=False, capture_output=True, text=True, timeout=60)
+        held = open_for_writing()
+    freed = open_for_writing()
     assert held.returncode != 0 and "lock" in held.stderr.lower()
     assert freed.returncode == 0, freed.stderr
 
 
 def test_handing_over_inside_the_block_frees_the_file_and_reads_go_on(tmp_path: Path) -> None:
     """The upload's worker process opens the store while the page's render is still in its block."""
-    db = tmp_path / "store.duckdb"
-    engine = store.engine_from_url(f"duckdb:///{db}")
-    store.create_schema(engine)
-    open_for_writing = [sys.executable, "-c", f"import duckdb; duckdb.connect({str(db)!r}).close()"]
+    engine, open_for_writing = empty_duckdb_store(tmp_path)
     with store.reading():
         store.results(engine)
         hand_over()
-        child = subprocess.run(open_for_writing, check=False, capture_output=True, text=True, timeout=60)
+        child = open_for_writing()
         assert store.results(engine).height == 0
     assert child.returncode == 0, child.stderr
