@@ -125,14 +125,13 @@ def reading() -> Iterator[None]:
     if _READING.get() is not None:
         yield
         return
-    token = _READING.set(_Reading())
+    now = _Reading()
+    token = _READING.set(now)
     try:
         yield
     finally:
-        reading_now = _READING.get()
         _READING.reset(token)
-        if reading_now is not None:
-            reading_now.close()
+        now.close()
 
 
 def hand_over() -> None:
