@@ -170,6 +170,12 @@ def bench_pages(url: str, repeats: int) -> dict[str, Any]:
 
 CHROMIUM = Path("/usr/bin/chromium")
 _SETTLED = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# Drawn: the script's elements are all on screen. A chart, a table or a download button whose code is still
+# loading shows as a skeleton after the script has finished; a chart or a table is drawn once it has its canvas.
+_DRAWN = """() => !document.querySelector('[data-stale="true"], [data-testid="stSkeleton"]')
+  && [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].every(e => e.querySelector('canvas, svg'))
+  && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(e => e.querySelector('canvas'))"""
+QUIET_S = 0.5  # as Playwright's networkidle: no request for 500 ms
 
 
 def _serve(script: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -197,8 +203,35 @@ def _serve(script: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(f"streamlit did not start for {script}")
 
 
+def _to_idle(page: Any, address: str) -> float:
+    """Seconds from navigation to idle: the script finished, everything it drew on screen (see _DRAWN), and no
+    request in flight or made for QUIET_S since. Waiting for the network alone ended before a chart's code had
+    arrived: with no request during the script's run, the network was idle before the page was drawn."""
+    in_flight, last = 0, time.perf_counter()
+
+    def sent(_: Any) -> None:
+        nonlocal in_flight, last
+        in_flight, last = in_flight + 1, time.perf_counter()
+
+    def ended(_: Any) -> None:
+        nonlocal in_flight, last
+        in_flight, last = in_flight - 1, time.perf_counter()
+
+    page.on("request", sent)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+    t0 = time.perf_counter()
+    page.goto(address, wait_until="commit", timeout=120_000)
+    page.wait_for_selector(_SETTLED, timeout=120_000)
+    page.wait_for_function(_DRAWN, timeout=120_000, polling=20)
+    drawn = time.perf_counter()
+    while in_flight > 0 or time.perf_counter() - last < QUIET_S:
+        page.wait_for_timeout(20)
+    return max(drawn, last + QUIET_S) - t0
+
+
 def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
-    """Each page's time to render in Chromium (fresh context each time, so no session is reused) against an empty
+    """Each page's time to render in Chromium, navigation to idle (_to_idle; fresh context each time, so no session is reused) against an empty
     Streamlit page loaded just before it: a page's ratio is the median of its paired ratios, so the machine's load
     drifting during the run (2 cores, shared) moves both sides of a pair alike. The first, warming load of each is
     not timed (with `warm`; --quick leaves it out)."""
@@ -220,11 +253,7 @@ def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> d
             def load(address: str) -> float:
                 ctx = browser.new_context(viewport={"width": 1440, "height": 1000})
                 page = ctx.new_page()
-                t0 = time.perf_counter()
-                page.goto(address, wait_until="networkidle", timeout=120_000)
-                page.wait_for_selector(_SETTLED, timeout=120_000)
-                page.wait_for_function("() => !document.querySelector('[data-stale=\"true\"]')", timeout=120_000)
-                seconds = time.perf_counter() - t0
+                seconds = _to_idle(page, address)
                 ctx.close()
                 return seconds
 
