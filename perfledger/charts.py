@@ -113,27 +113,36 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
         title=_titled(f"{title} per stored figure, by accelerator", drawn), height=alt.Step(20)))
 
 
-def scaling_lines(frame: pl.DataFrame) -> Drawn:
+def scaling_lines(points: pl.DataFrame) -> Drawn:
     """Throughput vs devices per series (colour: accelerator; point shape: series, named in the legend), with each
-    series' ideal-linear line dashed."""
-    data = frame.filter(pl.col("throughput (tokens/s, all devices)").is_not_null()).select(
-        "series", "accelerator", "devices", "throughput (tokens/s, all devices)", "ideal linear (tokens/s)",
-        "scaling efficiency", "source", "result id")
+    series' ideal-linear line dashed; `points` from perfledger.views.scaling.points_by_devices: where a series
+    holds several results at a device count, the point is their median and a rule spans their range."""
+    thr = "throughput (tokens/s, all devices)"
+    data = points.select("series", "accelerator", "devices", thr, "lowest (tokens/s)", "highest (tokens/s)",
+                         "ideal linear (tokens/s)", "scaling efficiency", "results", "source", "result id")
     base = alt.Chart(data).encode(x=alt.X("devices:Q", scale=alt.Scale(type="log", base=2), title="devices (count, log scale)"),
              detail="series:N")
     y_title = "throughput (tokens/s, all devices, log scale)"
-    y = alt.Y("throughput (tokens/s, all devices):Q", scale=alt.Scale(type="log"), title=y_title)
+    y = alt.Y(f"{thr}:Q", scale=alt.Scale(type="log"), title=y_title)
     measured = base.mark_line(point=True).encode(
         y=y, color=_colour(data, "accelerator"),
         shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="top", direction="vertical", labelLimit=800)),
-        tooltip=["series", "devices", alt.Tooltip("throughput (tokens/s, all devices):Q", format=",.0f"),
-                 alt.Tooltip("scaling efficiency:Q", format=".1%"), "source", "result id"],
+        tooltip=["series", "devices", alt.Tooltip(f"{thr}:Q", format=",.0f", title="throughput (median, tokens/s)"),
+                 alt.Tooltip("lowest (tokens/s):Q", format=",.0f"), alt.Tooltip("highest (tokens/s):Q", format=",.0f"),
+                 alt.Tooltip("scaling efficiency:Q", format=".1%", title="scaling efficiency (median)"), "results",
+                 "source", "result id"],
     )
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
         y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=_colour(data, "accelerator"))
-    return _drawn((ideal + measured).properties(title=alt.TitleParams(
-        "Throughput vs devices, per series", subtitle="dashed: ideal linear from the series' smallest device count"),
-        height=480))
+    layers = [ideal, measured]
+    subtitles = ["dashed: ideal linear from the series' smallest device count"]
+    if (data["results"] > 1).any():
+        layers.append(base.transform_filter("datum.results > 1").mark_rule(opacity=0.6).encode(
+            y=alt.Y("lowest (tokens/s):Q", title=y_title), y2="highest (tokens/s):Q",
+            color=_colour(data, "accelerator")))
+        subtitles.append("several results at one device count: their median, the rule spanning lowest to highest")
+    return _drawn(alt.LayerChart(layer=layers).properties(
+        title=_titled("Throughput vs devices, per series", *subtitles), height=480))
 
 
 def efficiency_bars(frame: pl.DataFrame) -> Drawn:

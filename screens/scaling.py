@@ -37,8 +37,7 @@ if table.height == 0:
 _ui.implausible(table, db)
 computed = views.rows_of_kind(table, "computed")
 if state.section == "scaling" and computed.height:
-    st.markdown("**Throughput vs devices** (dashed: ideal linear from each series' smallest device count)")
-    _ui.chart(charts.scaling_lines(computed), state, "lines")
+    _ui.chart(charts.scaling_lines(views.scaling.points_by_devices(computed)), state, "lines")
 stored = views.rows_of_kind(table, "stored")
 if stored.height:
     st.markdown("**Stored (published) figures**, each with the baseline the source names")

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from perfledger import charts, views
+from perfledger.views.scaling import points_by_devices
 
 AXES = ("x", "y")
 COUNTS = {"step", "tokens seen"}  # axes of a run's steps: a count is its own unit
@@ -32,7 +33,7 @@ def _page_charts(engine: Engine) -> dict[str, charts.Drawn]:
         "speedups": charts.speedup_bars(table("speedups", views.SpeedupView(), engine)),
         "speedups-fsdp": charts.speedup_bars(table("speedups", views.SpeedupView(preset="fsdp"), engine)),
         "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0]),
-        "scaling-lines": charts.scaling_lines(views.rows_of_kind(scaling, "computed")),
+        "scaling-lines": charts.scaling_lines(points_by_devices(views.rows_of_kind(scaling, "computed"))),
         "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored")),
         "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored")),
         "time-to-train": charts.time_vs_devices(table("time-to-train", views.TimeToTrainView(), engine)),
@@ -93,7 +94,7 @@ def test_scaling_series_identify_themselves() -> None:
     frame = pl.DataFrame({"series": ["a · 1", "b · 2"], "devices": [8, 16], "accelerator": ["h100-sxm", "h100-sxm"],
                           "throughput (tokens/s, all devices)": [1.0, 2.0], "ideal linear (tokens/s)": [1.0, 2.0],
                           "scaling efficiency": [1.0, 1.0], "source": ["s", "s"], "result id": [1, 2]})
-    spec = charts.scaling_lines(frame).to_dict()
+    spec = charts.scaling_lines(points_by_devices(frame)).to_dict()
     assert any(s.get("encoding", {}).get("shape", {}).get("field") == "series" for s in _specs(spec))
     legend = next(s["encoding"]["shape"]["legend"] for s in _specs(spec) if "shape" in s.get("encoding", {}))
     assert legend["labelLimit"] >= 400  # the series' names are read in full
