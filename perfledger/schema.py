@@ -164,3 +164,7 @@ result = Table(
 )
 
 TABLES = (source, accelerator, model, run, step, result)
+
+# One row: a random stamp each write transaction sets anew (perfledger.store.stamp), so an answer computed from
+# the store can be remembered until any process writes to it.
+store_stamp = Table("store_stamp", metadata, Column("stamp", String(32), nullable=False))

@@ -24,6 +24,7 @@ from sqlalchemy.pool import NullPool
 from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
+from perfledger.store.stamp import stamp_write
 from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
@@ -176,6 +177,7 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
                     if sweep:
                         _sweep(engine, conn)
                     yield conn
+                    stamp_write(conn)
                 if sweep:
                     _SWEPT.add(str(engine.url))
             else:

@@ -17,6 +17,7 @@ from perfledger.errors import StoreNotInitialised
 from perfledger.records import STEP_SCHEMA, RunRow
 from perfledger.store.engine import answers_for
 from perfledger.store.engine import connection as _connection
+from perfledger.store.stamp import read_stamp
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 
@@ -197,6 +198,22 @@ def sources(engine: Engine) -> pl.DataFrame:
         .order_by(s.c.id)
     )
     return query(engine, stmt)
+
+
+def write_stamp(engine: Engine) -> str | None:
+    """The store's write stamp (perfledger.store.stamp), asked once per `reading()` block; None for a store made
+    before stamps and not written to since."""
+    with _connection(engine, write=False) as conn:
+        answers = answers_for(conn)
+        if answers is None:
+            return read_stamp(conn)
+        if _STAMP not in answers:
+            answers[_STAMP] = read_stamp(conn)
+        found: str | None = answers[_STAMP]
+        return found
+
+
+_STAMP = ("write stamp",)
 
 
 def has_data(engine: Engine) -> bool:
