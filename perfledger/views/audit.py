@@ -13,7 +13,7 @@ from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
-from perfledger.views.remembered import by_content
+from perfledger.views.remembered import by_content, until_written
 
 VERDICTS = audit.VERDICTS
 # Every claim kind the audit checks and the rows it recomputes them from; the note states a time claim's tokens,
@@ -95,6 +95,7 @@ FORMULAS: tuple[Callable[..., Any], ...] = (audit.relative_difference, metrics.m
 WARNING_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len")
 
 
+@until_written(keep=4)  # asked by three pages, twice on Accelerators
 def implausible_warnings(engine: Engine) -> dict[tuple[Any, ...], str]:
     """The audit's warning for each configuration (source, model, accelerator, devices, seq len) whose claim it
     calls implausible at the default rule: pages showing a figure of that configuration carry the sentence."""

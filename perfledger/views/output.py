@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger.errors import InvalidQuery
 from perfledger.views.registry import state_from_query, table
+from perfledger.views.remembered import until_written
 
 Format = Literal["csv", "json"]
 ImageFormat = Literal["png", "svg"]
@@ -106,6 +107,7 @@ def rows_as_inputs(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame([{c: r.get(c) for c in INPUT_COLUMNS} for r in rows])
 
 
+@until_written(keep=32)
 def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
     """The audit's warning for every stored result a page's table was computed from (its '... result id' columns)
     whose configuration the audit calls implausible: one sentence per configuration, naming the result ids."""

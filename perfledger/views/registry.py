@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from perfledger import urlstate
 from perfledger.errors import InvalidQuery
 from perfledger.views import accelerators, audit, overview, runs, scaling, sources, speedups, time_to_train
+from perfledger.views.remembered import until_written
 
 
 class ViewState(Protocol):
@@ -49,23 +50,28 @@ class Page(Generic[S]):
         return self.widget_prefix + name
 
 
+def _remembered(table: Callable[[S, Engine], pl.DataFrame]) -> Callable[[S, Engine], pl.DataFrame]:
+    """A page's table, remembered for its last 16 states until the store is written to (perfledger.views.remembered)."""
+    return until_written(keep=16)(table)
+
+
 PAGES: tuple[Page[Any], ...] = (
     Page("overview", "Overview", ":material/dashboard:", "screens/overview.py",
-         overview.OverviewView, overview.table, overview.FORMULAS, "ov_"),
+         overview.OverviewView, _remembered(overview.table), overview.FORMULAS, "ov_"),
     Page("speedups", "Speedups", ":material/speed:", "screens/speedups.py",
-         speedups.SpeedupView, speedups.table, speedups.FORMULAS, "sp_"),
+         speedups.SpeedupView, _remembered(speedups.table), speedups.FORMULAS, "sp_"),
     Page("accelerators", "Accelerators", ":material/memory:", "screens/accelerators.py",
-         accelerators.AcceleratorView, accelerators.table, accelerators.FORMULAS, "ac_"),
+         accelerators.AcceleratorView, _remembered(accelerators.table), accelerators.FORMULAS, "ac_"),
     Page("scaling", "Scaling", ":material/trending_up:", "screens/scaling.py",
-         scaling.ScalingView, scaling.table, scaling.FORMULAS, "sc_"),
+         scaling.ScalingView, _remembered(scaling.table), scaling.FORMULAS, "sc_"),
     Page("time-to-train", "Time to train", ":material/schedule:", "screens/time_to_train.py",
-         time_to_train.TimeToTrainView, time_to_train.table, time_to_train.FORMULAS, "tt_"),
+         time_to_train.TimeToTrainView, _remembered(time_to_train.table), time_to_train.FORMULAS, "tt_"),
     Page("runs", "Runs", ":material/monitor_heart:", "screens/runs.py",
-         runs.RunsView, runs.table, runs.FORMULAS, "ru_"),
+         runs.RunsView, _remembered(runs.table), runs.FORMULAS, "ru_"),
     Page("audit", "Audit", ":material/fact_check:", "screens/audit.py",
-         audit.AuditView, audit.table, audit.FORMULAS, "au_"),
+         audit.AuditView, _remembered(audit.table), audit.FORMULAS, "au_"),
     Page("sources", "Sources", ":material/menu_book:", "screens/sources.py",
-         sources.SourcesView, sources.table, sources.FORMULAS, "so_"),
+         sources.SourcesView, _remembered(sources.table), sources.FORMULAS, "so_"),
 )
 DEFAULT_SLUG = "overview"
 
