@@ -13,16 +13,21 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"value": "%,.2f", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
            "scaling efficiency": "percent"}
 SECTION_LABELS = {"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}
+CHARTS, CHART_LABELS = views.scaling.CHARTS, views.scaling.CHART_LABELS
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Scaling and sensitivity")
 _ui.stop_if_empty(db)
 
-section = st.segmented_control("Section", views.scaling.SECTIONS, default=state.section, key=_ui.key(PAGE, "s"),
+s1, s2 = st.columns(2)
+section = s1.segmented_control("Section", views.scaling.SECTIONS, default=state.section, key=_ui.key(PAGE, "s"),
                                format_func=SECTION_LABELS.__getitem__)
-c1, c2 = st.columns(2)
-state = replace(state, section=section or state.section,
-                workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w")),
+state = replace(state, section=section or state.section)
+if state.section == "scaling":
+    chart = s2.segmented_control("Chart", CHARTS, default=state.chart, key=_ui.key(PAGE, "c"),
+                                 format_func=CHART_LABELS.__getitem__)
+    state = replace(state, chart=chart or state.chart)
+state = replace(state, workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w")),
                 models=_ui.choose_many("Models", store.models(db)["id"].to_list(), state.models, key=_ui.key(PAGE, "m")),
                 accelerators=_ui.choose_many("Accelerators", store.accelerators(db)["id"].to_list(), state.accelerators,
                                              key=_ui.key(PAGE, "a")))
@@ -35,14 +40,22 @@ if table.height == 0:
     st.info("No stored rows for this selection; clear a filter.")
     st.stop()
 _ui.implausible(table, db)
-computed = views.rows_of_kind(table, "computed")
-if state.section == "scaling" and computed.height:
-    _ui.chart(charts.scaling_lines(views.scaling.points_by_devices(computed)), state, "lines")
-stored = views.rows_of_kind(table, "stored")
-if stored.height:
-    st.markdown("**Stored (published) figures**, each with the baseline the source names")
-    chart = charts.efficiency_bars(stored) if state.section == "scaling" else charts.ratio_bars(stored)
-    _ui.chart(chart, state, "stored")
+computed, stored = views.rows_of_kind(table, "computed"), views.rows_of_kind(table, "stored")
+if state.section == "sensitivity" and stored.height:
+    _ui.chart(charts.ratio_bars(stored), state, "stored")
+if state.section == "scaling" and state.chart == "computed":
+    if computed.height:
+        st.caption("Computed from stored throughputs; dashed: ideal linear from each series' smallest device count.")
+        _ui.chart(charts.scaling_lines(views.scaling.points_by_devices(computed)), state, "lines")
+    else:
+        st.info("No series to draw: a series is one source, model, workload, precision and strategy measured at two "
+                "or more device counts. The published efficiencies are under Chart above.")
+if state.section == "scaling" and state.chart == "stored":
+    if stored.height:
+        st.caption("Stored (published) figures, each with the baseline the source names.")
+        _ui.chart(charts.efficiency_bars(stored), state, "stored")
+    else:
+        st.info("No published scaling efficiency for this selection.")
 _ui.show_table(table, FORMATS, key="scaling_table")
 _ui.download(state, table)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db),

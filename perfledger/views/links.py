@@ -73,7 +73,7 @@ HEADLINES: tuple[Headline, ...] = (
     Headline("FSDP vs 3D parallelism, GPT-20B on 8-128 H100", SpeedupView(preset="fsdp")),
     Headline("RLHF with vs without TensorRT-LLM", SpeedupView(preset="rlhf")),
     Headline("Llama 2 70B across accelerators, as MFU", AcceleratorView(norm="mfu")),
-    Headline("Emani et al.: GPT-2 XL scaling efficiency", ScalingView(models=("gpt2-xl",))),
+    Headline("Emani et al.: GPT-2 XL scaling efficiency", ScalingView(models=("gpt2-xl",), chart="stored")),
     Headline("GPT-3 175B, 300B tokens on 1024 A800 at 50%", TimeToTrainView()),
     Headline("Llama 2 70B, 1B tokens on 8 H200 (measured)",
              TimeToTrainView(model="llama2-70b", tokens=1e9, accelerator="h200", devices=8, mode="measured",

@@ -25,6 +25,10 @@ from perfledger.views._shared import (
 )
 
 SECTIONS = ("scaling", "sensitivity")
+# The Scaling section draws one chart at a time: two stacked (480 px of lines, up to 60 bars) pushed the table
+# below the fold and doubled the browser's drawing.
+CHARTS = ("computed", "stored")
+CHART_LABELS = {"computed": "Throughput vs devices", "stored": "Efficiency as published"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,7 @@ class ScalingView:
     workload: str = u.key("w", "pretrain", choices=WORKLOADS)
     models: tuple[str, ...] = u.key("m", ())
     accelerators: tuple[str, ...] = u.key("a", ())
+    chart: str = u.key("c", "computed", choices=CHARTS)
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

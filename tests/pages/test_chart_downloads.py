@@ -23,7 +23,7 @@ CHART_PAGES = {  # slug -> (query, charts the page draws for it)
     "overview": ("by=accelerator", {"counts"}),
     "speedups": ("p=fsdp", {"bars"}),
     "accelerators": ("n=mfu&m=llama2-70b,llama2-7b", {"bars"}),
-    "scaling": ("m=gpt2-xl", {"stored"}),
+    "scaling": ("m=gpt2-xl&c=stored", {"stored"}),
     "time-to-train": ("m=llama2-70b&tok=1000000000&a=h200&n=8&mode=measured&usd=4", {"devices"}),
 }
 

@@ -24,7 +24,7 @@ def test_headline_and_preset_links_open_their_state_with_nothing_ignored(headlin
 
 def test_headline_links_keep_the_urls_people_have_bookmarked() -> None:
     assert [h.link.href for h in links.HEADLINES] == [
-        "/speedups", "/speedups?p=fsdp", "/speedups?p=rlhf", "/accelerators?n=mfu", "/scaling?m=gpt2-xl",
+        "/speedups", "/speedups?p=fsdp", "/speedups?p=rlhf", "/accelerators?n=mfu", "/scaling?m=gpt2-xl&c=stored",
         "/time-to-train", "/time-to-train?m=llama2-70b&tok=1000000000&a=h200&n=8&mode=measured&usd=4", "/audit",
     ]
 
