@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import altair as alt
 import polars as pl
+
+from perfledger.views.remembered import by_content
 
 ACCELERATOR_COLOURS: dict[str, str] = {
     "a100-40gb": "#9ccc65", "a100-80gb": "#76b900", "a800-80gb": "#558b2f", "v100-32gb": "#c5e1a5",
@@ -24,6 +29,15 @@ Drawn = alt.Chart | alt.LayerChart  # what a builder returns: one chart, or char
 def _drawn(chart: Drawn) -> Drawn:
     """States the type of an altair builder chain (altair's methods are untyped, so mypy sees Any)."""
     return chart
+
+
+@by_content(keep=64)
+def spec(build: Callable[..., Drawn], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The Vega-Lite spec `build(*args, **kwargs)` draws, remembered by the content of its frames and arguments: building an
+    Altair chart validates every channel against the schema, 0.1-0.3 s a chart on every render. The caller must
+    not change the dict (Streamlit copies it before it changes anything)."""
+    drawn: dict[str, Any] = build(*args, **kwargs).to_dict()
+    return drawn
 
 
 def accelerator_scale(ids: list[str]) -> alt.Scale:

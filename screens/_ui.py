@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -196,21 +197,22 @@ def download(state: Any, table: pl.DataFrame) -> None:
 _IMAGE_TYPES: tuple[tuple[ImageFormat, str], ...] = (("png", "image/png"), ("svg", "image/svg+xml"))
 
 
-def chart(drawn: Any, state: Any, name: str, *, where: Any = st) -> None:
-    """A chart (in `where`: st, a column) with PNG and SVG downloads under it, named after the page, `name` and the
-    view (perfledger.views.chart_file_name). The file is drawn only when asked for: vl-convert takes 0.1-0.5 s."""
-    where.altair_chart(drawn, width="stretch")
+def chart(spec: Mapping[str, Any], state: Any, name: str, *, where: Any = st) -> None:
+    """A chart's Vega-Lite spec (perfledger.charts.spec) in `where` (st, a column) with PNG and SVG downloads under
+    it, named after the page, `name` and the view (perfledger.views.chart_file_name). The file is drawn only when
+    asked for: vl-convert takes 0.1-0.5 s."""
+    where.vega_lite_chart(spec, width="stretch")
     slug, query = views.page_of(state).slug, urlstate.query_string(state)
     row = where.container(horizontal=True, gap="small")
     for fmt, mime in _IMAGE_TYPES:
         row.download_button(
-            fmt.upper(), functools.partial(_chart_file, drawn, fmt), file_name=views.chart_file_name(slug, name, query, fmt),
+            fmt.upper(), functools.partial(_chart_file, spec, fmt), file_name=views.chart_file_name(slug, name, query, fmt),
             mime=mime, icon=":material/image:", type="tertiary", on_click="ignore", key=f"chart:{name}:{fmt}",
             help=f"Download this chart as {fmt.upper()}")
 
 
-def _chart_file(drawn: Any, fmt: ImageFormat) -> bytes:
-    return views.chart_image(drawn.to_json(), fmt)
+def _chart_file(spec: Mapping[str, Any], fmt: ImageFormat) -> bytes:
+    return views.chart_image(json.dumps(spec), fmt)
 
 
 def header(title: str, state: Any) -> None:

@@ -79,7 +79,7 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
-_ui.chart(charts.accelerator_bars(table, table["normalized unit"][0]), state, "bars")
+_ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0]), state, "bars")
 _ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)

@@ -35,7 +35,7 @@ state = replace(state, by=by)
 _ui.keep_in_url(state)
 table = _ui.compute(PAGE, state, db)
 chart_col, table_col = st.columns([3, 2])
-_ui.chart(charts.count_bars(table, state.by), state, "counts", where=chart_col)
+_ui.chart(charts.spec(charts.count_bars, table, state.by), state, "counts", where=chart_col)
 with table_col:
     _ui.show_table(table)
     _ui.download(state, table)

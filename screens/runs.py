@@ -85,18 +85,18 @@ else:
         if frame.height:
             st.markdown(f"**{title}**")
             _ui.show_table(frame, FORMATS, key=_ui.key(PAGE, f"t{len(title)}"))
-    _ui.chart(charts.step_times(steps), state, "step-time")
+    _ui.chart(charts.spec(charts.step_times, steps), state, "step-time")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
-        _ui.chart(charts.step_figure(steps, ch.column, ch.title, ch.axis, printed=ch.printed,
-                                     window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
+        _ui.chart(charts.spec(charts.step_figure, steps, ch.column, ch.title, ch.axis, printed=ch.printed,
+                              window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
 if state.compared():
     both = rv.overlay_steps(state, db, steps)
     st.markdown(f"**{state.describe()}**, by {state.x}")
     grid = st.columns(2)
     for i, ch in enumerate(c for c in rv.STEP_CHARTS if rv.drawable(both, c)):
-        _ui.chart(charts.overlay(both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state, f"overlay-{ch.column}",
-                  where=grid[i % 2])
+        _ui.chart(charts.spec(charts.overlay, both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state,
+                  f"overlay-{ch.column}", where=grid[i % 2])
     st.markdown("**Config diff**")
     _ui.show_table(views.config_diff(db, state.run, *state.compared()), key=_ui.key(PAGE, "diff"))
 if summary is not None and figures.height:

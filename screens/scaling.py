@@ -42,18 +42,18 @@ if table.height == 0:
 _ui.implausible(table, db)
 computed, stored = views.rows_of_kind(table, "computed"), views.rows_of_kind(table, "stored")
 if state.section == "sensitivity" and stored.height:
-    _ui.chart(charts.ratio_bars(stored), state, "stored")
+    _ui.chart(charts.spec(charts.ratio_bars, stored), state, "stored")
 if state.section == "scaling" and state.chart == "computed":
     if computed.height:
         st.caption("Computed from stored throughputs; dashed: ideal linear from each series' smallest device count.")
-        _ui.chart(charts.scaling_lines(views.scaling.points_by_devices(computed)), state, "lines")
+        _ui.chart(charts.spec(charts.scaling_lines, views.scaling.points_by_devices(computed)), state, "lines")
     else:
         st.info("No series to draw: a series is one source, model, workload, precision and strategy measured at two "
                 "or more device counts. The published efficiencies are under Chart above.")
 if state.section == "scaling" and state.chart == "stored":
     if stored.height:
         st.caption("Stored (published) figures, each with the baseline the source names.")
-        _ui.chart(charts.efficiency_bars(stored), state, "stored")
+        _ui.chart(charts.spec(charts.efficiency_bars, stored), state, "stored")
     else:
         st.info("No published scaling efficiency for this selection.")
 _ui.show_table(table, FORMATS, key="scaling_table")

@@ -62,7 +62,7 @@ if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")
 _ui.implausible(table, db)
-_ui.chart(charts.speedup_bars(table), state, "bars")
+_ui.chart(charts.spec(charts.speedup_bars, table), state, "bars")
 _ui.show_table(table, FORMATS, key="speedups_table", widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db),

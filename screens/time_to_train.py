@@ -52,7 +52,7 @@ m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time
 m2.metric("Throughput used (tokens/s/device)", f"{chosen['tokens/s/device']:,.0f}")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
 st.caption(_ui.plain(chosen["basis"]))
-_ui.chart(charts.time_vs_devices(table), state, "devices")
+_ui.chart(charts.spec(charts.time_vs_devices, table), state, "devices")
 _ui.show_table(table, FORMATS, key="ttt_table")
 _ui.download(state, table)
 row = views.measured_row(state, db) if state.mode == "measured" else None

@@ -3,14 +3,15 @@ their one colour, and value labels where bars are few."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import polars as pl
 import pytest
 from sqlalchemy import Engine
 
-from perfledger import charts, views
+from perfledger import charts, store, views
 from perfledger.views.scaling import points_by_devices
 
 AXES = ("x", "y")
@@ -150,3 +151,27 @@ def test_a_bar_chart_that_fits_draws_every_row_without_a_subtitle() -> None:
     spec = charts.accelerator_bars(_many_accelerator_rows(12), "tokens/s per device").to_dict()
     assert len({r["result id"] for r in _inline_rows(spec)}) == 12
     assert "subtitle" not in spec["title"]
+
+
+
+def test_a_remembered_spec_is_built_once_per_content(seeded_engine: Engine) -> None:
+    built: list[int] = []
+
+    def bars(frame: pl.DataFrame, by: str) -> charts.Drawn:
+        built.append(1)
+        return charts.count_bars(frame, by)
+
+    table = views.table("overview", views.OverviewView(), seeded_engine)
+    first = charts.spec(bars, table, views.OverviewView().by)
+    assert charts.spec(bars, table.clone(), views.OverviewView().by) is first
+    assert charts.spec(bars, table.head(1), views.OverviewView().by) is not first
+    assert len(built) == 2
+
+
+def test_a_page_render_leaves_the_remembered_spec_as_built(seeded_url: str, open_page: Callable[..., Any]) -> None:
+    engine = store.engine_from_url(seeded_url)
+    state = views.state_from_query("overview", [("by", "accelerator")])
+    shown = charts.spec(charts.count_bars, views.table("overview", state, engine), "accelerator")
+    before = json.dumps(shown, sort_keys=True)
+    assert not open_page("overview", "by=accelerator").exception  # draws the same content: this very dict
+    assert json.dumps(shown, sort_keys=True) == before
