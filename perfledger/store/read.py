@@ -203,17 +203,26 @@ def sources(engine: Engine) -> pl.DataFrame:
 def write_stamp(engine: Engine) -> str | None:
     """The store's write stamp (perfledger.store.stamp), asked once per `reading()` block; None for a store made
     before stamps and not written to since."""
-    with _connection(engine, write=False) as conn:
-        answers = answers_for(conn)
-        if answers is None:
-            return read_stamp(conn)
-        if _STAMP not in answers:
-            answers[_STAMP] = read_stamp(conn)
-        found: str | None = answers[_STAMP]
-        return found
+    url = engine.url.render_as_string(hide_password=False)
+    try:
+        with _connection(engine, write=False) as conn:
+            answers = answers_for(conn)
+            if answers is not None and _STAMP in answers:
+                known: str | None = answers[_STAMP]
+                return known
+            stamp = read_stamp(conn, table_known=url in _STAMPED)
+            if answers is not None:
+                answers[_STAMP] = stamp
+    except StoreNotInitialised:  # the table was there and is not now (a rebuild): look for it again next time
+        _STAMPED.discard(url)
+        return None
+    if stamp is not None:
+        _STAMPED.add(url)
+    return stamp
 
 
 _STAMP = ("write stamp",)
+_STAMPED: set[str] = set()  # stores seen with a stamp table: a page render then reads its row and nothing else
 
 
 def has_data(engine: Engine) -> bool:

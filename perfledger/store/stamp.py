@@ -30,9 +30,10 @@ def stamp_write(conn: Connection) -> None:
         conn.execute(TABLE.insert().values(stamp=stamp))
 
 
-def read_stamp(conn: Connection) -> str | None:
-    """The store's stamp, or None for a store without one yet."""
-    if not sa.inspect(conn).has_table(TABLE.name):
+def read_stamp(conn: Connection, *, table_known: bool = False) -> str | None:
+    """The store's stamp, or None for a store without one yet. With `table_known` the table is not looked for
+    first (a catalog query, as long as the select itself on DuckDB); a missing table then raises."""
+    if not table_known and not sa.inspect(conn).has_table(TABLE.name):
         return None
     stamp = conn.scalar(sa.select(TABLE.c.stamp).order_by(TABLE.c.stamp).limit(1))
     return None if stamp is None else str(stamp)

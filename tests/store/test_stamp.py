@@ -74,3 +74,16 @@ def test_a_rebuilt_store_never_reads_as_the_store_it_replaced(tmp_path: Path) ->
         store.rebuild_store(engine, ROOT / "data")
         stamps.add(store.write_stamp(engine))
     assert len(stamps) == 2 and None not in stamps
+
+
+def test_a_stamp_table_gone_since_it_was_last_read_reads_as_none_and_reads_go_on(tmp_path: Path) -> None:
+    engine = store.engine_from_url(f"duckdb:///{tmp_path / 's.duckdb'}")
+    store.create_schema(engine)
+    assert store.write_stamp(engine) is not None  # from now on its row is read without looking for the table
+    with engine.begin() as conn:  # as between a rebuild's drop and its create
+        conn.execute(sa.text("DROP TABLE store_stamp"))
+    with store.reading():
+        assert store.write_stamp(engine) is None
+        assert store.results(engine).height == 0
+    store.create_schema(engine)
+    assert store.write_stamp(engine) is not None
