@@ -17,7 +17,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import polars as pl
 from sqlalchemy import Engine
@@ -49,28 +49,37 @@ def content_key(value: Any) -> Hashable:
     return key
 
 
+class _Memory(Generic[R]):
+    """The last `keep` answers of one function, by key, shared by every session's thread of the server."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.answers, self.lock = keep, OrderedDict[Hashable, R](), threading.Lock()
+        _MEMORIES.append(self.answers)
+
+    def answer(self, key: Hashable, compute: Callable[[], R]) -> R:
+        with self.lock:
+            if key in self.answers:
+                self.answers.move_to_end(key)
+                return self.answers[key]
+        found = compute()  # outside the lock: another key's computation need not wait for this one
+        with self.lock:
+            self.answers[key] = found
+            while len(self.answers) > self.keep:
+                self.answers.popitem(last=False)
+        return found
+
+
 def by_content(keep: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Remember the last `keep` results of a pure function of frames and hashable values (shared by every
     session of the server; frames are never changed in place, so callers may share one)."""
 
     def wrap(func: Callable[P, R]) -> Callable[P, R]:
-        answers: OrderedDict[Hashable, R] = OrderedDict()
-        _MEMORIES.append(answers)
-        lock = threading.Lock()
+        memory = _Memory[R](keep)
 
         @functools.wraps(func)
         def remembered(*args: P.args, **kwargs: P.kwargs) -> R:
             key = (tuple(content_key(a) for a in args), tuple((k, content_key(v)) for k, v in sorted(kwargs.items())))
-            with lock:
-                if key in answers:
-                    answers.move_to_end(key)
-                    return answers[key]
-            answer = func(*args, **kwargs)
-            with lock:
-                answers[key] = answer
-                while len(answers) > keep:
-                    answers.popitem(last=False)
-            return answer
+            return memory.answer(key, lambda: func(*args, **kwargs))
 
         return remembered
 
@@ -83,9 +92,7 @@ def until_written(keep: int) -> Callable[[Callable[..., R]], Callable[..., R]]:
     without a stamp (made before them, not written to since) is read afresh each time."""
 
     def wrap(func: Callable[..., R]) -> Callable[..., R]:
-        answers: OrderedDict[Hashable, R] = OrderedDict()
-        _MEMORIES.append(answers)
-        lock = threading.Lock()
+        memory = _Memory[R](keep)
 
         @functools.wraps(func)
         def remembered(*args: Any) -> R:
@@ -94,16 +101,7 @@ def until_written(keep: int) -> Callable[[Callable[..., R]], Callable[..., R]]:
             if stamp is None:
                 return func(*args)
             key = (engine.url.render_as_string(hide_password=False), stamp, *map(content_key, args[:-1]))
-            with lock:
-                if key in answers:
-                    answers.move_to_end(key)
-                    return answers[key]
-            answer = func(*args)
-            with lock:
-                answers[key] = answer
-                while len(answers) > keep:
-                    answers.popitem(last=False)
-            return answer
+            return memory.answer(key, lambda: func(*args))
 
         return remembered
 
