@@ -231,8 +231,8 @@ def _to_idle(page: Any, address: str) -> float:
 
 
 def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
-    """Each page's time to render in Chromium, navigation to idle (_to_idle; fresh context each time, so no session is reused) against an empty
-    Streamlit page loaded just before it: a page's ratio is the median of its paired ratios, so the machine's load
+    """Each page's time to render in Chromium, navigation to idle (_to_idle; a fresh context each time, so no
+    session is reused), against an empty Streamlit page loaded just before it: a page's ratio is the median of its paired ratios, so the machine's load
     drifting during the run (2 cores, shared) moves both sides of a pair alike. The first, warming load of each is
     not timed (with `warm`; --quick leaves it out)."""
     if not CHROMIUM.exists():

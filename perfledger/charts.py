@@ -33,9 +33,9 @@ def _drawn(chart: Drawn) -> Drawn:
 
 @by_content(keep=64)
 def spec(build: Callable[..., Drawn], *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """The Vega-Lite spec `build(*args, **kwargs)` draws, remembered by the content of its frames and arguments: building an
-    Altair chart validates every channel against the schema, 0.1-0.3 s a chart on every render. The caller must
-    not change the dict (Streamlit copies it before it changes anything)."""
+    """The Vega-Lite spec `build(*args, **kwargs)` draws, remembered by the content of its frames and arguments:
+    building an Altair chart validates every channel against the schema, 0.1-0.3 s a chart on every render. The
+    caller must not change the dict (Streamlit copies it before it changes anything)."""
     drawn: dict[str, Any] = build(*args, **kwargs).to_dict()
     return drawn
 

@@ -46,7 +46,7 @@ if state.section == "sensitivity" and stored.height:
 if state.section == "scaling" and state.chart == "computed":
     if computed.height:
         st.caption("Computed from stored throughputs; dashed: ideal linear from each series' smallest device count.")
-        _ui.chart(charts.spec(charts.scaling_lines, views.scaling.points_by_devices(computed)), state, "lines")
+        _ui.chart(charts.spec(charts.scaling_lines, views.scaling.chart_points(table)), state, "lines")
     else:
         st.info("No series to draw: a series is one source, model, workload, precision and strategy measured at two "
                 "or more device counts. The published efficiencies are under Chart above.")

@@ -1,5 +1,6 @@
 """Pairing arithmetic: which baseline a candidate is compared with, and a scaling series against its smallest
-device count; pure functions over result rows (mappings with model_id, n_devices, value, metric).
+device count; pure functions over result rows (mappings with model_id, n_devices, value, metric), and a series'
+computed rows summarised per device count (a frame).
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+import polars as pl
 
 from perfledger.calc import metrics
 from perfledger.calc.normalise import safe
@@ -171,3 +174,21 @@ def ratio_summary(ratios: Iterable[float | None]) -> RatioSummary | None:
     mid = len(values) // 2
     median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
     return RatioSummary(len(values), median, values[0], values[-1])
+
+
+THROUGHPUT = "throughput (tokens/s, all devices)"
+
+
+def points_by_devices(computed: pl.DataFrame) -> pl.DataFrame:
+    """The scaling chart's points: one per series and device count, at the median of its computed rows'
+    throughput, with their lowest and highest, the median ideal and efficiency and how many rows they are (a series
+    measured 500 times at 64 devices is one point and its spread, not 500 dots drawn on top of each other)."""
+    ids = pl.col("result id").sort()
+    return (computed.filter(pl.col(THROUGHPUT).is_not_null())
+            .group_by("series", "accelerator", "devices", maintain_order=True)
+            .agg(pl.col(THROUGHPUT).median(), pl.col(THROUGHPUT).min().alias("lowest (tokens/s)"),
+                 pl.col(THROUGHPUT).max().alias("highest (tokens/s)"), pl.col("ideal linear (tokens/s)").median(),
+                 pl.col("scaling efficiency").median(), pl.len().alias("results"),
+                 pl.col("source").unique(maintain_order=True).str.join(", "),
+                 pl.when(pl.len() <= 3).then(ids.cast(pl.String).str.join(", "))
+                 .otherwise(pl.format("{} … {} ({} rows)", ids.first(), ids.last(), pl.len())).alias("result id")))

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import metrics
-from perfledger.calc.pairing import SERIES_COLUMNS, is_scaling_claim, scaling_series
+from perfledger.calc.pairing import SERIES_COLUMNS, is_scaling_claim, points_by_devices, scaling_series
 from perfledger.views._shared import (
     ALL_WORKLOADS,
     MIXED_WORKLOADS,
@@ -121,22 +121,10 @@ def rows_of_kind(table_frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
     return table_frame.filter(pl.col("kind").str.starts_with(prefix))
 
 
-THROUGHPUT = "throughput (tokens/s, all devices)"
-
-
-def points_by_devices(computed: pl.DataFrame) -> pl.DataFrame:
-    """The scaling chart's points: one per series and device count, at the median of its computed rows'
-    throughput, with their lowest and highest, the median ideal and efficiency and how many rows they are (a series
-    measured 500 times at 64 devices is one point and its spread, not 500 dots drawn on top of each other)."""
-    ids = pl.col("result id").sort()
-    return (computed.filter(pl.col(THROUGHPUT).is_not_null())
-            .group_by("series", "accelerator", "devices", maintain_order=True)
-            .agg(pl.col(THROUGHPUT).median(), pl.col(THROUGHPUT).min().alias("lowest (tokens/s)"),
-                 pl.col(THROUGHPUT).max().alias("highest (tokens/s)"), pl.col("ideal linear (tokens/s)").median(),
-                 pl.col("scaling efficiency").median(), pl.len().alias("results"),
-                 pl.col("source").unique(maintain_order=True).str.join(", "),
-                 pl.when(pl.len() <= 3).then(ids.cast(pl.String).str.join(", "))
-                 .otherwise(pl.format("{} … {} ({} rows)", ids.first(), ids.last(), pl.len())).alias("result id")))
+def chart_points(table_frame: pl.DataFrame) -> pl.DataFrame:
+    """The Throughput vs devices chart's points: the table's computed rows, one point per series and device count
+    (perfledger.calc.pairing.points_by_devices)."""
+    return points_by_devices(rows_of_kind(table_frame, "computed"))
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (metrics.scaling_efficiency,)

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from perfledger import charts, store, views
-from perfledger.views.scaling import points_by_devices
+from perfledger.calc.pairing import points_by_devices
 
 AXES = ("x", "y")
 COUNTS = {"step", "tokens seen"}  # axes of a run's steps: a count is its own unit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from perfledger import charts
-from perfledger.views.scaling import THROUGHPUT, points_by_devices
+from perfledger.calc.pairing import THROUGHPUT, points_by_devices
 
 
 def _computed(rows: list[tuple[str, int, float, int]]) -> pl.DataFrame:
