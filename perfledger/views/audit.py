@@ -116,12 +116,9 @@ def _implausible_claims(engine: Engine, state: AuditView) -> pl.DataFrame:
     rows = store.results(engine, metric=audit.CLAIM_METRIC, ids=ids, columns=audit.INPUT_COLUMNS)
     throughput = store.results(engine, metric=audit.THROUGHPUT_METRIC, model_ids=_ids_in(rows, "model_id"),
                                accelerator_ids=_ids_in(rows, "accelerator_id"), columns=audit.INPUT_COLUMNS)
-    frame = _audit_claims(pl.concat([rows, throughput]).sort("id"), models, accelerators, rule)
+    frame = audit.audit_claims(pl.concat([rows, throughput]).sort("id"), models, accelerators, rule)
     return frame.filter(pl.col("plausibility") == "implausible").sort(list(ORDER), nulls_last=True,
                                                                       maintain_order=True)
-
-
-_audit_claims = by_content(keep=8)(audit.audit_claims)  # the warnings of three pages audit the same claims
 
 
 def _ids_in(rows: pl.DataFrame, column: str) -> list[str] | None:
