@@ -60,10 +60,12 @@ state = replace(
                       key=_ui.key(PAGE, "n"), format_func=views.NORM_LABELS.__getitem__),
 )
 c4, c5, c6 = st.columns([2, 2, 3])
+toggle_at = c5 if state.norm == "dollar" else c4
+if state.norm == "dollar":  # the only view a price enters; a disabled input on the others was clutter
+    state = replace(state, usd_per_hour=float(c4.number_input("$ per device-hour", 0.01, 1000.0, state.usd_per_hour,
+                                                              step=0.25, key=_ui.key(PAGE, "usd"))))
 state = replace(state,
-                usd_per_hour=float(c4.number_input("$ per device-hour", 0.01, 1000.0, state.usd_per_hour, step=0.25,
-                                                   key=_ui.key(PAGE, "usd"), disabled=state.norm != "dollar")),
-                per_package=c5.toggle("Per package (MI250: 2 dies)", state.per_package, key=_ui.key(PAGE, "pkg")),
+                per_package=toggle_at.toggle("Per package (MI250: 2 dies)", state.per_package, key=_ui.key(PAGE, "pkg")),
                 formula=c6.selectbox("FLOPs formula (MFU from tokens/s)", views.FORMULA_NAMES,
                                      index=views.FORMULA_NAMES.index(state.formula), key=_ui.key(PAGE, "f"),
                                      format_func=lambda f: FORMULA_TITLES.get(f, f)))

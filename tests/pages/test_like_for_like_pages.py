@@ -31,3 +31,16 @@ def test_time_to_train_reads_tokens_as_300b(open_page: Callable[..., AppTest], s
     box.input("1.2T").run()
     assert not at.exception and not at.error
     assert at.query_params.get("tok") in (["1200000000000"], "1200000000000")
+
+
+def test_accelerators_asks_for_a_price_only_when_normalizing_per_dollar(open_page: Callable[..., AppTest],
+                                                                        seeded_url: str) -> None:
+    device = open_page("accelerators")
+    assert not device.exception, device.exception
+    assert not [w for w in device.number_input if w.label == "$ per device-hour"]
+    dollar = open_page("accelerators", {"n": "dollar", "usd": "3.5"})
+    assert not dollar.exception, dollar.exception
+    assert dollar.number_input(key="ac_usd").value == 3.5
+    assert any("$3.5 per device-hour" in c.value for c in dollar.caption)
+    dollar.selectbox(key="ac_n").set_value("device").run()
+    assert not dollar.exception and not [w for w in dollar.number_input if w.label == "$ per device-hour"]
