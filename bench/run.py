@@ -14,8 +14,9 @@ measured in the same run on the same files:
       perfledger.views.table(slug, default state) and store.steps for the biggest run vs bare SQL;
   (5) each page rendered whole by Streamlit's AppTest on that store (reported, no target);
   (5b) each page's time to render in headless Chromium (/usr/bin/chromium, Playwright): navigation until the
-      script has finished and nothing is stale, as a ratio to an empty Streamlit page served the same way
-      (an empty script on a second server of the same Streamlit, started with the same flags); target <= 2x;
+      page is drawn and the network quiet, as a ratio to an empty Streamlit page served the same way (an empty
+      script on a second server of the same Streamlit, started with the same flags); target <= 2x; and the
+      floor: a page drawing only Accelerators' chart and table, bare, timed the same way (no target);
   (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame.
 """
 

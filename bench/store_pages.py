@@ -230,11 +230,33 @@ def _to_idle(page: Any, address: str) -> float:
     return max(drawn, last + QUIET_S) - t0
 
 
+FLOOR = "floor"  # the browser part's reference page that draws only a table and a chart
+
+
+def _floor_page(url: str, work: Path) -> Path:
+    """A script that draws only what a comparing page cannot do without: the Accelerators page's default chart
+    and table, as a bare st.vega_lite_chart and st.dataframe under a title. Its ratio is the part of every page's
+    ratio that is Streamlit's table and chart code, whatever perfledger draws around them."""
+    from perfledger import charts, store, views
+
+    engine = store.engine_from_url(url)
+    table = views.table("accelerators", views.PAGE_STATES["accelerators"](), engine)
+    engine.dispose()
+    chart, rows, script = work / "floor_chart.json", work / "floor_table.parquet", work / "floor_page.py"
+    chart.write_text(json.dumps(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0])))
+    table.write_parquet(rows)
+    script.write_text("import json\n\nimport polars as pl\nimport streamlit as st\n\nst.title('floor')\n"
+                      f"st.vega_lite_chart(json.loads(open({str(chart)!r}).read()), width='stretch')\n"
+                      f"st.dataframe(pl.read_parquet({str(rows)!r}), width='stretch')\n")
+    return script
+
+
 def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> dict[str, Any]:
     """Each page's time to render in Chromium, navigation to idle (_to_idle; a fresh context each time, so no
-    session is reused), against an empty Streamlit page loaded just before it: a page's ratio is the median of its paired ratios, so the machine's load
-    drifting during the run (2 cores, shared) moves both sides of a pair alike. The first, warming load of each is
-    not timed (with `warm`; --quick leaves it out)."""
+    session or cache is reused), against an empty Streamlit page loaded just before it: a page's ratio is the
+    median of its paired ratios, so the machine's load drifting during the run (2 cores, shared) moves both sides
+    of a pair alike. The floor page (_floor_page) is timed the same way. The first, warming load of each is not
+    timed (with `warm`; --quick leaves it out)."""
     if not CHROMIUM.exists():
         return {"error": "needs /usr/bin/chromium"}
     from playwright.sync_api import sync_playwright
@@ -243,7 +265,7 @@ def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> d
 
     blank = work / "blank_page.py"
     blank.write_text("import streamlit as st\n\nst.title('blank')\n")
-    servers = [_serve(ROOT / "app.py", url), _serve(blank, url)]
+    servers = [_serve(ROOT / "app.py", url), _serve(blank, url), _serve(_floor_page(url, work), url)]
     out: dict[str, Any] = {}
     try:
         with sync_playwright() as p:
@@ -257,19 +279,18 @@ def bench_browser(url: str, work: Path, repeats: int, *, warm: bool = True) -> d
                 ctx.close()
                 return seconds
 
-            app_base, blank_base = servers[0][1], servers[1][1]
+            app_base, blank_base, floor_base = (base for _, base in servers)
             if warm:
                 load(blank_base)
             blanks: list[float] = []
-            for page_ in PAGES:
-                address = f"{app_base}/{page_.slug}"
+            for name, address in [(page_.slug, f"{app_base}/{page_.slug}") for page_ in PAGES] + [(FLOOR, floor_base)]:
                 if warm:
                     load(address)
                 pairs = [(load(blank_base), load(address)) for _ in range(repeats)]
                 blanks += [b for b, _ in pairs]
-                out[page_.slug] = {"render_s": stats([t for _, t in pairs]),
-                                   "paired_blank_s": stats([b for b, _ in pairs]),
-                                   "ratio": statistics.median(t / b for b, t in pairs)}
+                ratios = [t / b for b, t in pairs]
+                out[name] = {"render_s": stats([t for _, t in pairs]), "paired_blank_s": stats([b for b, _ in pairs]),
+                             "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
             out = {"blank": {"render_s": stats(blanks)}} | out
             browser.close()
     finally:
