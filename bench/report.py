@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from store_pages import FLOOR
+
 TARGETS = {"ingest_vs_wc_ratio": 0.03, "ingest_vs_regex_loop_ratio": 2.0, "parser_vs_regex_loop_min": 2.0,
            "ingest_peak_rss_mb": 300.0, "mlperf_vs_reference_ratio": 3.0, "view_vs_sql_ratio_max": 2.0,
            "browser_vs_blank_ratio_max": 2.0}
@@ -33,12 +35,12 @@ def headline(r: dict[str, Any]) -> dict[str, Any]:
     if views_:
         worst = max(views_, key=lambda k: views_[k]["ratio"])
         h |= {"view_vs_sql_ratio_max": round(views_[worst]["ratio"], 2), "view_vs_sql_slowest": worst}
-    pages_ = {k: v for k, v in r.get("browser", {}).items() if "ratio" in v and k != "floor"}
+    pages_ = {k: v for k, v in r.get("browser", {}).items() if "ratio" in v and k != FLOOR}
     if pages_:
         worst = max(pages_, key=lambda k: pages_[k]["ratio"])
         h |= {"browser_vs_blank_ratio_max": round(pages_[worst]["ratio"], 2), "browser_slowest_page": worst}
-        if "floor" in r["browser"]:
-            h["browser_floor_ratio"] = round(r["browser"]["floor"]["ratio"], 2)
+        if FLOOR in r["browser"]:
+            h["browser_floor_ratio"] = round(r["browser"][FLOOR]["ratio"], 2)
     if "csv" in r:
         h["csv_export_vs_polars_ratio"] = round(r["csv"]["ratio"], 2)
     if "ours_vs_reference" in r.get("mlperf_reader", {}):
@@ -104,7 +106,7 @@ def print_table(r: dict[str, Any]) -> None:
             for slug, v in b.items():
                 if slug == "blank":
                     continue
-                name = "floor (table+chart only)" if slug == "floor" else slug
+                name = "floor (table+chart only)" if slug == FLOOR else slug
                 spread = f" [{v['ratio_min']:.2f}-{v['ratio_max']:.2f}]" if "ratio_min" in v else ""
                 print(f"{name:<24}{fmt_t(v['render_s']):>28}  blank {fmt_t(v['paired_blank_s'])}"
                       f"{v['ratio']:>8.2f}x{spread}")
