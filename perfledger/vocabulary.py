@@ -80,6 +80,7 @@ class LogFormat(StrEnum):
     MICROBENCH = "microbench"
     MAXTEXT = "maxtext"
     WANDB_HISTORY = "wandb_history"
+    METRICS = "metrics"
     COMPOSER = "composer"
     TENSORBOARD = "tensorboard"
 

@@ -19,6 +19,7 @@ from ingest.parsers import (
     maxtext,
     megatron,
     megatron_golden,
+    metrics_file,
     microbench,
     mlperf,
     nanogpt,
@@ -49,6 +50,7 @@ PARSERS: tuple[type[LogParser], ...] = (
     llmc.PARSER,
     maxtext.PARSER,
     wandb_history.PARSER,
+    metrics_file.PARSER,  # any per-step metrics file the key vocabulary reads: after every format of its own
     composer.PARSER,
 )
 

@@ -10,7 +10,7 @@ in epoch runs, a `0: ` rank tag under srun), then one `Train <name>: <value>` li
              Train throughput/device/mfu: 0.4132
              Train time/train: 0.0536
 
-The names are Composer's own (the ones it sends to W&B), read through ingest/parsers/_metric_keys.py: step time is
+The names are Composer's own (the ones it sends to W&B), read through the key vocabulary (data/metric_keys.csv) by the structured-metrics reader: step time is
 1 / throughput/batches_per_sec, or wall clock from `time/train` (hours) between two printed batches; tokens and
 samples per step from the cumulative `time/token` and `time/sample`; the printed tokens/s/device, FLOP/s and MFU go
 to the reported_* columns. The start-up `Config:` block gives the device count (num_nodes x num_gpus_per_node), the
@@ -19,16 +19,18 @@ to the reported_* columns. The start-up `Config:` block gives the device count (
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
 import polars as pl
 
 from ingest.parsers._common import NUM, grad_accum, precision_from_name, to_int
-from ingest.parsers._metric_keys import KNOWN_NAMES, MICRO_BATCH, Anchor, is_known, steps_from_metrics
+from ingest.parsers._records import Anchor, StepRecords
 from ingest.parsers.base import LogParser
 from ingest.text import TextChunk
 from perfledger.errors import ParseError
+from perfledger.metric_keys import Vocabulary
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
 
@@ -39,13 +41,17 @@ _PRECISION = re.compile(r"Using precision Precision\.(\w+)")
 _NO_PEAK = re.compile(r"gpu_flop count not found for (.+?) with precision=")
 _SNIFF = re.compile(_TAG + r"(?:\[epoch=\d+\])?\[batch=\d+(?:/\d+)?\]:", re.MULTILINE)
 _CLAIM_ITEM = re.compile(_TAG + r"Train (?:time|throughput|loss|trainer|memory|lr-)\S*: ")
-# One scan of a chunk's text (Polars' Rust regex, on a reader thread) finds the batch headers and the items with a
-# name the table reads; the other items, often most lines (per-layer norms, images), fail at their name, so Python
-# sees a dozen matches per batch, not every line.
-_NAMES = "|".join(sorted(map(re.escape, KNOWN_NAMES), key=len, reverse=True)) + r"|lr-[^\s:]+/group0"
-_SCAN = r"Train (?:" + _NAMES + r"): [^\n]*|\[batch=[^\n]*"
 _BATCH = re.compile(r"\[batch=(\d+)(?:/\d+)?\]:(.*)$")
-_START = Anchor(step=0, runtime_s=0.0, tokens=0.0, samples=0.0)  # training starts at batch 0, no time, no tokens
+_START = Anchor(step=0, elapsed_s=0.0, tokens_total=0.0, samples_total=0.0)  # batch 0: no time, no tokens yet
+
+
+@functools.lru_cache(maxsize=4)
+def _scan_pattern(vocabulary: Vocabulary) -> str:
+    """One scan of a chunk's text (Polars' Rust regex, on a reader thread) finds the batch headers and the items
+    with a name the vocabulary reads; the other items, often most lines (per-layer norms, images), fail at their
+    name, so Python sees a dozen matches per batch, not every line."""
+    names = sorted({re.escape(row.key).replace(r"\*", r"[^\s:]+") for row in vocabulary.rows}, key=len, reverse=True)
+    return r"Train (?:" + "|".join(names) + r"): [^\n]*|\[batch=[^\n]*"
 
 
 class ComposerParser(LogParser):
@@ -62,11 +68,10 @@ class ComposerParser(LogParser):
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
         self.block: dict[str, str] | None = None  # the batch being read: its number ("_step") and printed metrics
-        self.anchor = _START
+        self.records = StepRecords(anchor=_START)
         self.steps = 0
         self.config: dict[str, str] = {}
         self.counters: list[tuple[float, ...]] = []  # first and last (batch, time/sample, time/token) printed
-        self.micro_batch: int | None = None
         self.pending = empty_steps()
 
     def prepare(self, lines: Sequence[str], first_lineno: int) -> tuple[list[str], str]:
@@ -75,10 +80,10 @@ class ComposerParser(LogParser):
     def prepare_chunk(self, chunk: TextChunk) -> tuple[list[str], str]:
         return self._scan(chunk.text)
 
-    @staticmethod
-    def _scan(text: str) -> tuple[list[str], str]:
+    def _scan(self, text: str) -> tuple[list[str], str]:
         """(the chunk's headers and known items, in order; its text before the first header)."""
-        matches = pl.Series([text], dtype=pl.String).str.extract_all(_SCAN)[0]
+        pattern = _scan_pattern(self.records.vocabulary)
+        matches = pl.Series([text], dtype=pl.String).str.extract_all(pattern)[0]
         first = text.find("[batch=")
         return (matches.to_list() if matches is not None else []), (text if first < 0 else text[:first])
 
@@ -102,7 +107,7 @@ class ComposerParser(LogParser):
                     done.append(block)
                 block = {"_step": m.group(1)}
                 if rest := m.group(2).strip():
-                    block.update((k, v) for k, v in _INLINE.findall(rest) if is_known(k))
+                    block.update((k, v) for k, v in _INLINE.findall(rest) if self.records.known(k))
         self.block = block
         return self._steps(done)
 
@@ -120,13 +125,11 @@ class ComposerParser(LogParser):
         names = sorted({k for b in blocks for k in b})
         frame = pl.DataFrame({n: [b.get(n) for b in blocks] for n in names}, schema={n: pl.String for n in names})
         self._remember(frame)
-        steps, self.anchor = steps_from_metrics(frame, self.anchor)
+        steps = self.records.steps(frame)
         self.steps += steps.height
         return steps
 
     def _remember(self, frame: pl.DataFrame) -> None:
-        if self.micro_batch is None and MICRO_BATCH in frame.columns:
-            self.micro_batch = next((to_int(v) for v in frame[MICRO_BATCH] if v is not None), None)
         if not {"time/sample", "time/token"} <= set(frame.columns):
             return
         counted = frame.select(pl.col("_step", "time/sample", "time/token").cast(pl.Float64, strict=False)).drop_nulls()
@@ -158,8 +161,8 @@ class ComposerParser(LogParser):
             precision=precision_from_name(self.config.get("precision")),
             seq_len=seq_len,
             global_batch=global_batch,
-            micro_batch=self.micro_batch,
-            grad_accum=grad_accum(global_batch, self.micro_batch, devices),
+            micro_batch=self.records.micro_batch,
+            grad_accum=grad_accum(global_batch, self.records.micro_batch, devices),
             framework="composer",
             framework_version=self.config.get("composer_version"),
         )

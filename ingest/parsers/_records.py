@@ -1,0 +1,250 @@
+"""The structured-metrics reader's core: records of named values -> step rows, through the key vocabulary.
+
+A record is one logged row (a JSON line, a CSV row, a TensorBoard step, a W&B history row, a Composer batch
+block): names as the framework logs them, values as numbers or text. perfledger.metric_keys says which name feeds
+which ledger column and in what unit; nothing here knows a framework.
+
+What becomes a step: a record with a step number and a training figure (loss, learning rate, gradient norm, a step
+time or a printed speed). Set aside and counted: records without one (evaluation, media), end-of-run summaries (a
+`summary` key such as `train_runtime`), and the same step written again (a second rank, a repeated row).
+
+Step time, from the first source a record has: a logged step time; else the difference of a cumulative clock
+(`elapsed_s`: a run time, "0:02:12", "1m 42s") between two training records over the steps between them; else the
+difference of their wall times. A difference that is not positive (a clock that stepped back) gives none. Tokens
+and samples per step: logged per step (the batch in force, so a ramp-up is kept), else the growth of a cumulative
+counter over the steps between, else a logged rate x the step time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import polars as pl
+
+from ingest.parsers._common import step_frame_from_columns
+from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabulary
+
+TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
+            "reported_tokens_per_s_per_device")
+STEP_TIME_SOURCES = {"logged": "logged per step",
+                     "elapsed": "wall clock from the run time the records carry, over the steps between them",
+                     "wall": "wall clock from the records' timestamps, over the steps between them"}
+
+_HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
+_UNITS = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hours?|hr|m|min|mins|minutes?|s|secs?|seconds?|ms)\b")
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+
+
+def duration_seconds(text: str | None) -> float | None:
+    """A printed duration -> seconds: "0:02:12", "1 day, 0:08:23", "1m 42s", "2h 3m 4s", "42s", "12.5"."""
+    if text is None:
+        return None
+    if (m := _HMS.match(text)) is not None:
+        days, h, mins, s = m.groups()
+        return int(days or 0) * 86400.0 + int(h) * 3600.0 + int(mins) * 60.0 + float(s)
+    parts = _UNITS.findall(text)
+    if parts and not _UNITS.sub("", text).strip(" ,"):
+        total = 0.0
+        for number, unit in parts:
+            key = "ms" if unit == "ms" else "m" if unit.startswith("m") else unit[0]
+            total += float(number) * _UNIT_SECONDS[key]
+        return total
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _number(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Float64, strict=False)
+
+
+def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
+    """One present key's values in the ledger's unit."""
+    unit = row.unit
+    if unit == "duration":
+        text = pl.col(name).cast(pl.String)
+        return text.map_elements(duration_seconds, return_dtype=pl.Float64, skip_nulls=True)
+    if unit == "n/total":
+        return pl.col(name).cast(pl.String).str.extract(r"^\s*(\d+)", 1).cast(pl.Float64, strict=False)
+    if unit == "iso":
+        parsed = pl.col(name).cast(pl.String).str.to_datetime(strict=False, time_zone="UTC")
+        return parsed.dt.epoch("us").cast(pl.Float64) / 1e6
+    if unit == "1/s":
+        value = _number(name)
+        return pl.when(value > 0).then(1.0 / value)
+    value = _number(name) if not dtype.is_numeric() else pl.col(name).cast(pl.Float64)
+    if row.column == "reported_mfu":
+        return pl.when(value > 0).then(value * row.factor)
+    return value * row.factor if row.factor != 1.0 else value
+
+
+def _column(mapping: KeyMapping, column: str, schema: pl.Schema) -> pl.Expr | None:
+    exprs = [_converted(name, row, schema[name]) for name, row in mapping.keys_of(column) if name in schema]
+    if not exprs:
+        return None
+    return pl.coalesce(exprs) if len(exprs) > 1 else exprs[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The last training record of the previous chunk: what the first record of the next one is measured from."""
+
+    step: int | None = None
+    elapsed_s: float | None = None
+    wall_time: float | None = None
+    tokens_total: float | None = None
+    samples_total: float | None = None
+
+
+@dataclass(slots=True)
+class StepRecords:
+    """The state of one file's records across chunks: read with `steps(frame)`, then ask what was set aside."""
+
+    vocabulary: Vocabulary = field(default_factory=load_vocabulary)
+    anchor: Anchor = field(default_factory=Anchor)
+    names_seen: set[str] = field(default_factory=set)
+    set_aside: Counter[str] = field(default_factory=Counter)
+    step_time_sources: Counter[str] = field(default_factory=Counter)
+    micro_batch: int | None = None
+    numbered_by_row: int = 0  # records without a step key, numbered by their order
+    rows: int = 0
+
+    def known(self, name: str) -> bool:
+        return self.vocabulary.is_known(name)
+
+    def mapping(self) -> KeyMapping:
+        return self.vocabulary.mapping(self.names_seen)
+
+    @property
+    def framework(self) -> str | None:
+        return self.mapping().framework
+
+    def steps(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The training records of one chunk (a frame of logged names) as a STEP_SCHEMA frame."""
+        self.names_seen.update(c for c in frame.columns if self.known(c))
+        if frame.height == 0:
+            return step_frame_from_columns({}, 0)
+        mapping = self.mapping()
+        schema = frame.schema
+        columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := _column(mapping, c, schema)) is not None}
+        self._remember_micro_batch(frame, columns.get("micro_batch"))
+        training = [columns[c].is_not_null() for c in TRAINING if c in columns]
+        if not training:
+            self.set_aside["record without a training figure"] += frame.height
+            return step_frame_from_columns({}, 0)
+        step = columns.pop("step", None)
+        if step is None:
+            step = pl.int_range(1, pl.len() + 1) + self.numbered_by_row
+            self.numbered_by_row += frame.height
+        summary = columns.pop("summary", pl.lit(None, pl.Float64))
+        rows = frame.select(
+            pl.when((step == step.round(0)) & (step.abs() < 2.0**62)).then(step).cast(pl.Int64).alias("_s"),
+            *(e.alias(c) for c, e in columns.items()),
+            pl.any_horizontal(training).alias("_training"), summary.is_not_null().alias("_summary"))
+        rows = self._set_aside(rows)
+        if rows.height == 0:
+            return step_frame_from_columns({}, 0)
+        rows = self._timed(rows)
+        rows = self._counted(rows)
+        self._advance(rows)
+        self.rows += rows.height
+        out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
+        out["step"] = rows["_s"]
+        return step_frame_from_columns(out, rows.height)
+
+    def _set_aside(self, rows: pl.DataFrame) -> pl.DataFrame:
+        counts = rows.select(
+            (~pl.col("_training")).sum().alias("record without a training figure"),
+            (pl.col("_training") & pl.col("_summary")).sum().alias("end-of-run summary record"),
+            (pl.col("_training") & ~pl.col("_summary") & pl.col("_s").is_null()).sum().alias(
+                "record without a step number")).row(0, named=True)
+        self.set_aside.update({k: v for k, v in counts.items() if v})
+        rows = rows.filter(pl.col("_training") & ~pl.col("_summary") & pl.col("_s").is_not_null())
+        previous = _previous("_s", self.anchor.step)
+        repeated = rows.select((pl.col("_s") == previous).fill_null(False)).to_series()
+        if repeated.any():
+            self.set_aside["the same step written again (another rank or a repeated row)"] += int(repeated.sum())
+            rows = rows.filter(~repeated)
+        return rows
+
+    def _timed(self, rows: pl.DataFrame) -> pl.DataFrame:
+        anchor = self.anchor
+        steps = pl.col("_s") - _previous("_s", anchor.step)
+        sources: list[tuple[str, pl.Expr]] = []
+        if "step_time_s" in rows.columns:
+            sources.append(("logged", pl.when(pl.col("step_time_s") > 0).then(pl.col("step_time_s"))))
+        for source, column, first in (("elapsed", "elapsed_s", anchor.elapsed_s),
+                                      ("wall", "wall_time", anchor.wall_time)):
+            if column in rows.columns:
+                grown = pl.col(column) - _previous(column, first)
+                sources.append((source, pl.when((steps > 0) & (grown > 0)).then(grown / steps)))
+        if not sources:
+            return rows
+        rows = rows.with_columns(*(e.alias(f"_t_{s}") for s, e in sources))
+        none_before = pl.lit(True)
+        for source, _ in sources:  # count the records each source timed: the first source a record has
+            timed = pl.col(f"_t_{source}").is_not_null()
+            if used := rows.select((timed & none_before).sum()).item():
+                self.step_time_sources[source] += used
+            none_before = none_before & ~timed
+        return rows.with_columns(pl.coalesce([pl.col(f"_t_{s}") for s, _ in sources]).alias("step_time_s"))
+
+    def _counted(self, rows: pl.DataFrame) -> pl.DataFrame:
+        anchor = self.anchor
+        steps = pl.col("_s") - _previous("_s", anchor.step)
+        time = pl.col("step_time_s") if "step_time_s" in rows.columns else pl.lit(None, pl.Float64)
+        out = []
+        for column, counter, first, rate in (("tokens", "tokens_total", anchor.tokens_total, "tokens_per_s"),
+                                             ("samples", "samples_total", anchor.samples_total, "samples_per_s")):
+            parts = [pl.col(column)] if column in rows.columns else []
+            if counter in rows.columns:
+                grown = pl.col(counter) - _previous(counter, first)
+                parts.append(pl.when((steps > 0) & (grown > 0)).then(grown / steps))
+            if rate in rows.columns:
+                parts.append(pl.col(rate) * time)
+            if parts:
+                out.append(pl.coalesce(parts).alias(column))
+        return rows.with_columns(out) if out else rows
+
+    def _advance(self, rows: pl.DataFrame) -> None:
+        last = rows.row(rows.height - 1, named=True)
+        kept = {"step": last["_s"]}
+        for name in ("elapsed_s", "wall_time", "tokens_total", "samples_total"):
+            if last.get(name) is not None:
+                kept[name] = last[name]
+        self.anchor = replace(self.anchor, **kept)
+
+    def _remember_micro_batch(self, frame: pl.DataFrame, expr: pl.Expr | None) -> None:
+        if self.micro_batch is not None or expr is None:
+            return
+        values = frame.select(expr).to_series().drop_nulls()
+        if len(values) and values[0] == int(values[0]) > 0:
+            self.micro_batch = int(values[0])
+
+    def step_time_note(self) -> str | None:
+        """Where the step time came from, when it was not logged per step (for the run's warnings)."""
+        used = [s for s in ("elapsed", "wall") if self.step_time_sources.get(s)]
+        if not used:
+            return None
+        return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)} (evaluation and checkpoints in "
+                "between count)")
+
+    def set_aside_note(self) -> str | None:
+        if not self.set_aside:
+            return None
+        parts = ", ".join(f"{n:,} {what}" for what, n in sorted(self.set_aside.items(), key=lambda kv: -kv[1]))
+        return f"records set aside, not steps: {parts}"
+
+    def meta(self) -> dict[str, object]:
+        return {"names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
+                "step_time_source": dict(self.step_time_sources)}
+
+
+def _previous(name: str, first: float | None) -> pl.Expr:
+    """The value of `name` one row up; the anchor's for the first row."""
+    return pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(first, dtype=pl.Float64)).otherwise(
+        pl.col(name).shift(1).cast(pl.Float64))
+

@@ -1,0 +1,272 @@
+"""Per-step metrics files of any framework: JSON lines, or CSV / TSV with a header row, read through the key
+vocabulary (data/metric_keys.csv) by ingest/parsers/_records.py.
+
+LLaMA-Factory `trainer_log.jsonl`, ms-swift `logging.jsonl`, MaxText's `metrics_file`, PyTorch Lightning's
+`CSVLogger` `metrics.csv`, HF Trainer `log_history` lines and whatever else logs one record of named values per
+step: a file is this format when its first record names a step (or a step time) and a training figure the
+vocabulary knows. A framework the vocabulary does not know yet becomes readable by adding its key spellings as
+data rows (`python -m perfledger keys add`), not code.
+
+Each chunk becomes a frame at once (Polars' CSV and NDJSON readers); a chunk they refuse is read line by line, and a
+line that does not fit (a CSV row with the wrong number of fields, a JSON line that is not an object) is skipped as
+FILE:LINE: reason. Text values stay text (a duration "0:02:12", a "5/1000" step), for the vocabulary's units to read.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import polars as pl
+
+from ingest.parsers._common import load_json
+from ingest.parsers._records import StepRecords
+from ingest.parsers.base import LogParser
+from perfledger.errors import ParseError
+from perfledger.metric_keys import load_vocabulary
+from perfledger.records import ParseSummary, RunConfig, empty_steps
+from perfledger.vocabulary import LogFormat
+
+DELIMITERS = (",", "\t")
+_SNIFF_KEYS = ("step", "step_time_s", "elapsed_s", "wall_time")
+
+
+def first_line(text: str) -> str:
+    for line in text.split("\n"):
+        if line.strip():
+            return line.lstrip("\ufeff").strip()
+    return ""
+
+
+def csv_fields(line: str, delimiter: str = ",") -> list[str] | None:
+    """One CSV line's fields; None when the csv module refuses it (a stray carriage return, a huge field)."""
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error:
+        return None
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{") or not line.endswith("}"):
+        return None
+    try:
+        obj = load_json(line)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def looks_like_records(names: Sequence[str]) -> bool:
+    """Whether a record's names are a training step's as the vocabulary knows them: a step (or a clock) and a
+    training figure."""
+    mapping = load_vocabulary().mapping(names)
+    columns = set(mapping.by_column)
+    return bool(columns & set(_SNIFF_KEYS)) and bool(columns & {"loss", "lr", "grad_norm", "step_time_s",
+                                                                "reported_tflops_per_device", "reported_mfu",
+                                                                "reported_tokens_per_s_per_device"})
+
+
+def _header(line: str) -> tuple[str, list[str]] | None:
+    """(delimiter, names) of a CSV / TSV header row whose names the vocabulary reads as records."""
+    for delimiter in DELIMITERS:
+        names = csv_fields(line, delimiter) or []
+        if len(names) >= 2 and looks_like_records(names):
+            return delimiter, names
+    return None
+
+
+class MetricsFileParser(LogParser):
+    format: ClassVar[LogFormat] = LogFormat.METRICS
+    kind_name: ClassVar[str] = "metrics file"
+
+    @classmethod
+    def sniff(cls, head: str, file_name: str) -> bool:
+        line = first_line(head)
+        obj = _json_object(line)
+        if obj is not None:
+            return looks_like_records(list(obj))
+        return not line.startswith("{") and _header(line) is not None
+
+    @classmethod
+    def claims(cls, line: str) -> bool:
+        """JSON records each claim; a CSV's evidence is its header, the head as a whole (its rows name nothing)."""
+        obj = _json_object(line.strip())
+        return obj is not None and looks_like_records(list(obj))
+
+    def __init__(self, file_name: str) -> None:
+        super().__init__(file_name)
+        self.mode: str | None = None  # "csv" or "jsonl", from the first line
+        self.delimiter = ","
+        self.names: list[str] = []  # CSV: what each column is read as
+        self.records = StepRecords()
+
+    def header(self, line: str) -> tuple[str, list[str]] | None:
+        """(delimiter, the names to read each column as) of a header row; None if this format refuses it."""
+        return _header(line)
+
+    def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        lines = self.without_long_lines(lines, first_lineno)
+        if self.mode is None:
+            lines, first_lineno = self._start(lines, first_lineno)
+        if self.mode is None or not lines:
+            return empty_steps()
+        frame = self._csv(lines, first_lineno) if self.mode == "csv" else self._jsonl(lines, first_lineno)
+        if frame.height == 0:
+            return empty_steps()
+        return self.records.steps(frame)
+
+    def _start(self, lines: Sequence[str], first_lineno: int) -> tuple[Sequence[str], int]:
+        for offset, line in enumerate(lines):
+            text = line.lstrip("\ufeff").strip()
+            if not text:
+                continue
+            if text.startswith("{"):
+                self.mode = "jsonl"
+                return lines[offset:], first_lineno + offset
+            header = self.header(text)
+            if header is None:
+                raise ParseError(self.file_name, first_lineno + offset,
+                                 f"not a {self.kind_name} header (no step and training columns it knows)")
+            self.mode, (self.delimiter, self.names) = "csv", header
+            return lines[offset + 1:], first_lineno + offset + 1
+        return [], first_lineno
+
+    # ------------------------------------------------------------------------------------------------ CSV
+
+    def _csv(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        wanted = [i for i, n in enumerate(self.names) if n and self.records.known(n)]
+        if not wanted:
+            return pl.DataFrame()
+        kept = lines if all(lines) else [line for line in lines if line.strip()]
+        if not kept:
+            return pl.DataFrame()
+        text = "\n".join(kept)
+        d = self.delimiter
+        if '"' not in text and "\r" not in text and text.count(d) == (len(self.names) - 1) * len(kept):
+            try:
+                return self._read_csv(text.encode(), wanted)
+            except pl.exceptions.PolarsError:  # read line by line, to name the line at fault
+                pass
+        return self._csv_by_line(lines, first_lineno, wanted)
+
+    def _read_csv(self, data: bytes, wanted: list[int]) -> pl.DataFrame:
+        """The chunk's wanted columns as numbers (as text when one is not a number: the step columns cast it)."""
+        placeholders = [f"c{i}" for i in range(len(self.names))]
+        numbers = {placeholders[i]: pl.Float64 for i in wanted}
+        options: dict[str, Any] = {"has_header": False, "new_columns": placeholders, "columns": wanted,
+                                   "quote_char": None, "separator": self.delimiter}
+        try:
+            frame = pl.read_csv(data, schema_overrides=numbers, infer_schema_length=0, **options)
+        except pl.exceptions.PolarsError:
+            frame = pl.read_csv(data, infer_schema=False, **options)
+        return frame.rename({placeholders[i]: self.names[i] for i in wanted})
+
+    def _csv_by_line(self, lines: Sequence[str], first_lineno: int, wanted: list[int]) -> pl.DataFrame:
+        kept: list[list[str]] = []
+        for offset, line in enumerate(lines):
+            if not line.strip():
+                continue
+            fields = csv_fields(line, self.delimiter)
+            if fields is None:
+                self.problem(first_lineno + offset, "not a CSV row (a stray carriage return or quote, or a field "
+                                                    "too long); skipped")
+                continue
+            if len(fields) != len(self.names):
+                self.problem(first_lineno + offset,
+                             f"{len(fields)} fields where the header has {len(self.names)}; skipped")
+                continue
+            kept.append(fields)
+        return pl.DataFrame({self.names[i]: [row[i] or None for row in kept] for i in wanted}, schema={
+            self.names[i]: pl.String for i in wanted})
+
+    # ---------------------------------------------------------------------------------------------- JSONL
+
+    def _jsonl(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        kept = lines if all(lines) else [line for line in lines if line.strip()]
+        if not kept:
+            return pl.DataFrame()
+        try:
+            frame = pl.read_ndjson("\n".join(kept).encode(), infer_schema_length=None)
+        except Exception:  # noqa: BLE001 - any refusal: read line by line to name the line at fault
+            return self._jsonl_by_line(lines, first_lineno)
+        known = [c for c in frame.columns if self.records.known(c)]
+        if any(not (frame[c].dtype.is_numeric() or frame[c].dtype == pl.String) for c in known):
+            return self._jsonl_by_line(lines, first_lineno)
+        return frame.select(known)
+
+    def _jsonl_by_line(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        columns: dict[str, list[str | None]] = {}
+        count = 0
+        for offset, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                obj = load_json(line)
+            except json.JSONDecodeError as err:
+                self.problem(first_lineno + offset, f"not a JSON object ({err.msg}); skipped")
+                continue
+            if not isinstance(obj, dict):
+                self.problem(first_lineno + offset, "a JSON value that is not an object; skipped")
+                continue
+            for name, value in obj.items():
+                if self.records.known(name):
+                    columns.setdefault(name, [None] * count).append(_text(value))
+            count += 1
+            for values in columns.values():
+                if len(values) < count:
+                    values.append(None)
+        return pl.DataFrame({n: pl.Series(n, v, dtype=pl.String) for n, v in columns.items()})
+
+    # --------------------------------------------------------------------------------------------- finish
+
+    def no_rows_reason(self) -> str:
+        return (f"no training rows (records with a step and a loss, learning rate or speed figure) in the {self.kind_name}"
+                f"{self._names_hint()}")
+
+    def _names_hint(self) -> str:
+        return "" if self.records.names_seen else (
+            "; none of its names is in the key vocabulary: add them with `python -m perfledger keys add`")
+
+    def record_notes(self) -> list[str]:
+        return [n for n in (self.records.step_time_note(), self.records.set_aside_note()) if n]
+
+    def default_framework(self) -> str | None:
+        return None
+
+    def meta(self) -> dict[str, Any]:
+        return {"export": f"{self.kind_name} {self.mode}"} | self.records.meta()
+
+    def finish(self) -> ParseSummary:
+        records = self.records
+        if records.rows == 0:
+            raise ParseError(self.file_name, None, self.no_rows_reason())
+        return ParseSummary(
+            format=self.format,
+            config=RunConfig(framework=records.framework or self.default_framework(), micro_batch=records.micro_batch),
+            problems=tuple(self.problems),
+            warnings=tuple(self.warnings()),
+            skipped_lines=self.skipped_lines,
+            meta=self.meta(),
+        )
+
+    def warnings(self) -> list[str]:
+        out = self.record_notes()
+        if self.records.numbered_by_row:
+            out.append("the records carry no step number: steps are numbered in the order of the records")
+        return out
+
+
+def _text(value: Any) -> str | None:
+    """A JSON value as the text a column holds (numbers exactly, NaN kept); None for what is not a scalar."""
+    if value is None or isinstance(value, dict | list):
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+PARSER = MetricsFileParser
