@@ -12,7 +12,8 @@
  *     float), each once. A tensor scalar (TF2 writers), a text summary, an unknown tag, a negative step, an
  *     overlong key, a repeated field or a malformed message: Python decodes it (and says what is wrong with it).
  * A record naming no wanted tag is counted (skipped) and never decoded, as in Python. A sure record's values go
- * into `pending` as _event puts them: pending.setdefault(step, {})[column] = float(value) * factor, in order, and
+ * into `pending` as _event puts them: pending.setdefault(step, {})[column] = float(value) * factor, in order, (with the
+ * step's first wall time as "_wall_s"; a `... vs samples` copy, column "_consumed", goes to consumed[value] = step)
  * counts[tag] += 1 (int64 per column). The walk also stops after a record that leaves more than max_pending steps
  * pending, so that the caller flushes at the same record as Python does.
  * Returns (offset reached, records numbered so far, records skipped in this walk). Holds the GIL (it fills dicts).
@@ -22,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_TAGS 128
+#define MAX_TAGS 512
 #define MAX_VALUES 32
 #define HEADER 12
 
@@ -31,6 +32,7 @@ typedef struct {
     Py_ssize_t len;
     PyObject *column; /* borrowed: the STEP_SCHEMA column a sure tag fills; NULL for the other wanted tags */
     double factor;
+    int consumed; /* column "_consumed": a `... vs samples` copy, whose step is the samples consumed so far */
     int next; /* the next tag of the same length, -1 at the end */
 } tag_t;
 
@@ -42,6 +44,7 @@ typedef struct {
 
 typedef struct {
     uint64_t step;
+    double wall; /* 0 when the Event has none */
     int n;
     int tag[MAX_VALUES];
     double value[MAX_VALUES];
@@ -156,6 +159,7 @@ static int decode_event(const spec_t *s, const unsigned char *p, Py_ssize_t n, e
     const unsigned char *end = p + n, *summary = NULL, *summary_end = NULL;
     int seen_wall = 0, seen_step = 0;
     ev->step = 0;
+    ev->wall = 0.0;
     ev->n = 0;
     while (p < end) {
         unsigned char key = *p++;
@@ -163,6 +167,7 @@ static int decode_event(const spec_t *s, const unsigned char *p, Py_ssize_t n, e
             if (seen_wall || end - p < 8)
                 return 0;
             seen_wall = 1;
+            memcpy(&ev->wall, p, 8); /* little-endian IEEE double, as on every machine this builds for */
             p += 8;
         } else if (key == 0x10) {
             if (seen_step || !varint(&p, end, 9, &ev->step))
@@ -197,7 +202,30 @@ typedef struct {
     PyObject *row;
 } last_t;
 
-/* pending.setdefault(step, {})[column] = value * factor for each value, in order; -1 with an exception set. */
+static PyObject *wall_key, *consumed_key; /* "_wall_s": a row's first event's wall time, as TensorBoardParser._event keeps it */
+
+/* consumed[value] = step for each `... vs samples` value (TensorBoardParser._other); 1 when the event holds only
+ * those, 0 when it holds others too, -1 with an exception set. */
+static int store_consumed(const spec_t *s, const event_t *ev, PyObject *consumed) {
+    int others = 0;
+    for (int i = 0; i < ev->n; i++) {
+        const tag_t *t = &s->tag[ev->tag[i]];
+        if (!t->consumed) {
+            others = 1;
+            continue;
+        }
+        PyObject *value = PyFloat_FromDouble(ev->value[i]), *step = PyFloat_FromDouble((double)ev->step);
+        int bad = !value || !step || PyDict_SetItem(consumed, value, step) < 0;
+        Py_XDECREF(value);
+        Py_XDECREF(step);
+        if (bad)
+            return -1;
+    }
+    return others ? 0 : 1;
+}
+
+/* pending.setdefault(step, {})[column] = value * factor for each value, in order, and the row's "_wall_s" set from
+ * the first of its events that has a wall time; -1 with an exception set. */
 static int store(const spec_t *s, const event_t *ev, PyObject *pending, int64_t *counts, last_t *last) {
     PyObject *row = last->row;
     if (!row || last->step != ev->step) {
@@ -219,6 +247,8 @@ static int store(const spec_t *s, const event_t *ev, PyObject *pending, int64_t 
     }
     for (int i = 0; i < ev->n; i++) {
         const tag_t *t = &s->tag[ev->tag[i]];
+        if (t->consumed)
+            continue;
         PyObject *x = PyFloat_FromDouble(ev->value[i] * t->factor);
         if (!x || PyDict_SetItem(row, t->column, x) < 0) {
             Py_XDECREF(x);
@@ -226,6 +256,19 @@ static int store(const spec_t *s, const event_t *ev, PyObject *pending, int64_t 
         }
         Py_DECREF(x);
         counts[ev->tag[i]]++;
+    }
+    if (ev->wall != 0.0) {
+        int has = PyDict_Contains(row, wall_key);
+        if (has < 0)
+            return -1;
+        if (!has) {
+            PyObject *w = PyFloat_FromDouble(ev->wall);
+            if (!w || PyDict_SetItem(row, wall_key, w) < 0) {
+                Py_XDECREF(w);
+                return -1;
+            }
+            Py_DECREF(w);
+        }
     }
     return 0;
 }
@@ -251,6 +294,7 @@ static int read_spec(PyObject *wanted, PyObject *columns, spec_t *s) {
         t->len = PyBytes_GET_SIZE(text);
         t->column = NULL;
         t->factor = 1.0;
+        t->consumed = 0;
         if (i < n_sure) {
             PyObject *pair = PyTuple_GET_ITEM(columns, i);
             if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))) {
@@ -261,6 +305,10 @@ static int read_spec(PyObject *wanted, PyObject *columns, spec_t *s) {
             t->factor = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
             if (t->factor == -1.0 && PyErr_Occurred())
                 return -1;
+            int is_consumed = PyUnicode_Compare(t->column, consumed_key);
+            if (is_consumed == -1 && PyErr_Occurred())
+                return -1;
+            t->consumed = is_consumed == 0;
         }
         t->next = s->by_len[t->len];
         s->by_len[t->len] = (int)i;
@@ -269,13 +317,14 @@ static int read_spec(PyObject *wanted, PyObject *columns, spec_t *s) {
 }
 
 static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *wanted, *columns, *pending;
+    PyObject *wanted, *columns, *pending, *consumed;
     Py_ssize_t max_pending, at;
     unsigned long long max_record;
     long long number;
     Py_buffer counts_buf, buf;
-    if (!PyArg_ParseTuple(args, "O!O!O!nKw*y*nL", &PyTuple_Type, &wanted, &PyTuple_Type, &columns, &PyDict_Type,
-                          &pending, &max_pending, &max_record, &counts_buf, &buf, &at, &number))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!nKw*y*nL", &PyTuple_Type, &wanted, &PyTuple_Type, &columns, &PyDict_Type,
+                          &pending, &PyDict_Type, &consumed, &max_pending, &max_record, &counts_buf, &buf, &at,
+                          &number))
         return NULL;
     PyObject *result = NULL;
     spec_t *s = PyMem_Malloc(sizeof(spec_t));
@@ -319,8 +368,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             break;
         number++;
         at += HEADER + (Py_ssize_t)length + 4;
-        if (ev.n && store(s, &ev, pending, counts, &last) < 0)
-            goto done;
+        if (ev.n) {
+            int only = store_consumed(s, &ev, consumed);
+            if (only < 0 || (!only && store(s, &ev, pending, counts, &last) < 0))
+                goto done;
+        }
         if (PyDict_GET_SIZE(pending) > max_pending)
             break;
     }
@@ -334,7 +386,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
-     "walk(wanted, columns, pending, max_pending, max_record, counts, buf, at, number) -> (at, number, skipped) "
+     "walk(wanted, columns, pending, consumed, max_pending, max_record, counts, buf, at, number) -> (at, number, "
+     "skipped) "
      "(see tfrecord_scan.c)"},
     {NULL, NULL, 0, NULL},
 };
@@ -343,5 +396,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tfrecord_scan", NULL
 
 PyMODINIT_FUNC PyInit_tfrecord_scan(void) {
     init_crc_table();
+    if (!(wall_key = PyUnicode_InternFromString("_wall_s")) || !(consumed_key = PyUnicode_InternFromString("_consumed")))
+        return NULL;
     return PyModule_Create(&module);
 }

@@ -5,8 +5,11 @@ the `tensorboard` package's own `Event` message (no TensorFlow), imported on the
 the compiled walk (ingest/native/tfrecord_scan.c) is at hand, it reads the Events of the one common shape (a step
 and simple_value scalars of the tags below) and stores them as _event would; the rest still comes here.
 
-Scalars become step rows by their tag (TAGS): one row per step, the tags of a step merged. The log's own throughput,
-TFLOP/s and MFU go to the reported_* columns. Megatron also writes its arguments as text summaries
+Scalars become step rows by their tag, through the key vocabulary (data/metric_keys.csv; TagTable): one row per
+step, the tags of a step merged; a framework the vocabulary learns is read here too. The log's own throughput,
+TFLOP/s and MFU go to the reported_* columns. Where no tag gives the step time, it is the difference of two steps'
+event wall times over the steps between them; where no tag gives the batch, Megatron's `lm loss vs samples` copy
+(its step is the samples consumed so far) gives the batch in force at each step, ramp-up included. Megatron also writes its arguments as text summaries
 (`seq_length/text_summary`, ...): they give the run's configuration as its stdout argument dump would.
 """
 
@@ -17,6 +20,7 @@ import re
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import polars as pl
@@ -35,48 +39,18 @@ from ingest.parsers._hf import summary_results
 from ingest.parsers._tfrecord import MAX_RECORD_BYTES, RecordReader, Walk, is_event_file
 from ingest.parsers.base import LogParser
 from perfledger.errors import ParseError
+from perfledger.metric_keys import STEP_COLUMNS, TEXT_UNITS, Vocabulary, load_vocabulary
 from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat
 
-GIB_TO_GB = 1.073741824
 ROWS_PER_FRAME = 20_000
 PENDING_STEPS = 256  # steps held open for tags still to come; the oldest half goes out past this
 
-# tag -> (STEP_SCHEMA column, factor to its unit)
-TAGS: dict[str, tuple[str, float]] = {
-    # Megatron-LM / Megatron-Core (training_log): seconds, TFLOP/s per GPU, bytes
-    "iteration-time": ("step_time_s", 1.0),
-    "lm loss": ("loss", 1.0),
-    "learning-rate": ("lr", 1.0),
-    "grad-norm": ("grad_norm", 1.0),
-    "throughput": ("reported_tflops_per_device", 1.0),
-    "batch-size": ("samples", 1.0),
-    "mem-max-allocated-bytes": ("memory_gb", 1e-9),
-    # NeMo (PyTorch Lightning logger, FLOPs callback)
-    "train_step_timing in s": ("step_time_s", 1.0),
-    "reduced_train_loss": ("loss", 1.0),
-    "TFLOPS_per_GPU": ("reported_tflops_per_device", 1.0),
-    "lr": ("lr", 1.0),  # NeMo and torchtitan
-    "grad_norm": ("grad_norm", 1.0),  # NeMo and torchtitan
-    # HF Trainer (TensorBoardCallback)
-    "train/loss": ("loss", 1.0),
-    "train/learning_rate": ("lr", 1.0),
-    "train/grad_norm": ("grad_norm", 1.0),
-    # torchtitan (MetricsProcessor): tokens/s and TFLOP/s per device, mfu in percent, memory in GiB
-    "loss_metrics/global_avg_loss": ("loss", 1.0),
-    "time_metrics/end_to_end(s)": ("step_time_s", 1.0),
-    "wps": ("reported_tokens_per_s_per_device", 1.0),
-    "throughput(tps)": ("reported_tokens_per_s_per_device", 1.0),
-    "tflops": ("reported_tflops_per_device", 1.0),
-    "mfu(%)": ("reported_mfu", 0.01),
-    "memory/max_reserved(GiB)": ("memory_gb", GIB_TO_GB),
-}
-# A tag only one framework writes -> that framework (RunConfig.framework)
-_FRAMEWORK_TAGS = {"lm loss": "megatron-lm", "iteration-time": "megatron-lm", "reduced_train_loss": "nemo",
-                   "train_step_timing in s": "nemo", "train/loss": "transformers",
-                   "loss_metrics/global_avg_loss": "torchtitan", "time_metrics/end_to_end(s)": "torchtitan"}
 # HF Trainer's run summary, written once at the end -> the run's samples/s result (as trainer_state.json gives it)
 _RUN_TAGS = {"train/train_samples_per_second": "train_samples_per_second", "train/train_runtime": "train_runtime"}
+_VS_SAMPLES = " vs samples"
+_CONSUMED = "_consumed"  # the compiled walk's column name for a `... vs samples` copy
+_WALL = "_wall_s"  # a pending row's wall time: its step's first event's  # Megatron's copy of a scalar whose step is the samples consumed so far
 _TEXT_SUFFIX = "/text_summary"
 _ARGS = frozenset({
     "world_size", "seq_length", "global_batch_size", "micro_batch_size", "tensor_model_parallel_size",
@@ -85,14 +59,45 @@ _ARGS = frozenset({
     "group_query_attention", "padded_vocab_size", "swiglu", "num_experts", "moe_router_topk", "bf16", "fp16", "fp8",
 })
 _DT_FLOAT, _DT_DOUBLE = 1, 2
-# A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
-# of these is not decoded (Megatron's `... vs samples` copies, histograms, images). TAGS first: the compiled walk
-# stores those (its columns), and leaves a record naming any other to _event.
-_WANTED_TAGS = (*(tag.encode() for tag in TAGS), *(tag.encode() for tag in _RUN_TAGS),
-                *((arg + _TEXT_SUFFIX).encode() for arg in sorted(_ARGS)))
-_WANTED = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(_WANTED_TAGS, key=len,
-                                                                                        reverse=True)))
-_COLUMNS = tuple(TAGS.values())
+
+
+@dataclass(frozen=True, eq=False)
+class TagTable:
+    """What this file's reader looks for, from the key vocabulary: each tag that fills a step column (its literal
+    spelling, the first row of each), the frameworks tags identify, and the byte patterns of every tag to decode.
+
+    A Summary.Value's tag on the wire: field 1, length-delimited (0x0a), its length, its bytes. A record holding none
+    of the wanted tags is not decoded (histograms, images). Step tags first: the compiled walk stores those (its
+    columns), and leaves a record naming any other to _event."""
+
+    tags: dict[str, tuple[str, float]]
+    vs_samples: tuple[str, ...]
+    frameworks: dict[str, str]
+    wanted: tuple[bytes, ...]
+    pattern: re.Pattern[bytes]
+
+    @property
+    def columns(self) -> tuple[tuple[str, float], ...]:
+        """What each of the first wanted tags fills: the step tags' columns, then the `... vs samples` copies'."""
+        return (*self.tags.values(), *((_CONSUMED, 1.0) for _ in self.vs_samples))
+
+
+@functools.lru_cache(maxsize=4)
+def tag_table(vocabulary: Vocabulary) -> TagTable:
+    tags: dict[str, tuple[str, float]] = {}
+    frameworks: dict[str, str] = {}
+    for row in vocabulary.exact_rows(STEP_COLUMNS):
+        if row.unit in TEXT_UNITS or row.unit == "1/s" or row.key in tags:
+            continue
+        tags[row.key] = (row.column, row.factor)
+    for row in vocabulary.rows:
+        if row.identifies and row.key in tags:
+            frameworks.setdefault(row.key, row.framework)
+    vs_samples = tuple(tag + _VS_SAMPLES for tag, (column, _) in tags.items() if column == "loss")
+    wanted = (*(tag.encode() for tag in tags), *(tag.encode() for tag in vs_samples),
+              *(tag.encode() for tag in _RUN_TAGS), *((arg + _TEXT_SUFFIX).encode() for arg in sorted(_ARGS)))
+    pattern = re.compile(b"|".join(re.escape(bytes([0x0A, len(t)]) + t) for t in sorted(wanted, key=len, reverse=True)))
+    return TagTable(tags=tags, vs_samples=vs_samples, frameworks=frameworks, wanted=wanted, pattern=pattern)
 
 
 class TensorBoardParser(LogParser):
@@ -116,8 +121,14 @@ class TensorBoardParser(LogParser):
         self.run_figures: dict[str, float] = {}
         self._pending: dict[int, dict[str, float]] = {}
         self._out: list[dict[str, float]] = []
-        self._walked = bytearray(8 * len(_COLUMNS))  # the compiled walk's count of each tag it stored (int64)
-        self._reader = RecordReader(_WANTED, self.problem, self._walk())
+        self.table = tag_table(load_vocabulary())
+        self._consumed: dict[float, float] = {}  # a loss value -> the samples consumed when it was logged (vs samples)
+        self._last_samples: tuple[int, float] = (0, 0.0)  # (step, samples consumed) of the last step given samples
+        self._last_wall: tuple[int, float] | None = None  # (step, wall time) of the last step flushed
+        self.step_time_from_wall = 0
+        self.samples_from_consumed = 0
+        self._walked = bytearray(8 * len(self.table.columns))  # the compiled walk's count of each tag it stored (int64)
+        self._reader = RecordReader(self.table.pattern, self.problem, self._walk())
 
     @property
     def records(self) -> int:
@@ -156,12 +167,14 @@ class TensorBoardParser(LogParser):
         if scanner is None:
             return None
         walk: Callable[..., tuple[int, int, int]] = scanner.walk
-        return functools.partial(walk, _WANTED_TAGS, _COLUMNS, self._pending, PENDING_STEPS, MAX_RECORD_BYTES,
+        return functools.partial(walk, self.table.wanted, self.table.columns, self._pending, self._consumed,
+                                 PENDING_STEPS, MAX_RECORD_BYTES,
                                  self._walked)
 
     def _count_walked(self) -> None:
-        counts = struct.unpack(f"={len(TAGS)}q", self._walked)
-        for tag, count in zip(TAGS, counts, strict=True):
+        tags = self.table.tags
+        counts = struct.unpack(f"={len(self.table.columns)}q", self._walked)
+        for tag, count in zip(tags, counts, strict=False):
             if count:
                 self.tags_used[tag] += count
         self._walked[:] = bytes(len(self._walked))
@@ -176,11 +189,12 @@ class TensorBoardParser(LogParser):
             self.problem(number, f"event record {number}: not a readable Event ({exc}); skipped")
             return
         step = event.step
+        tags = self.table.tags
         for value in event.summary.value:  # empty unless the Event is a summary
             tag = value.tag
-            mapped = TAGS.get(tag)
+            mapped = tags.get(tag)
             if mapped is None:
-                self._other(value)
+                self._other(value, step)
                 continue
             scalar = value.simple_value or _scalar(value)  # torch's writer: simple_value; TF2's: a 0-d tensor
             if scalar is None or step < 0:
@@ -192,11 +206,15 @@ class TensorBoardParser(LogParser):
             if row is None:
                 row = pending[step] = {}
             row[mapped[0]] = scalar * mapped[1]
+            if event.wall_time and _WALL not in row:
+                row[_WALL] = event.wall_time
             self.tags_used[tag] += 1
 
-    def _other(self, value: Any) -> None:
+    def _other(self, value: Any, step: int) -> None:
         tag = value.tag
-        if tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
+        if tag.endswith(_VS_SAMPLES) and (scalar := value.simple_value or _scalar(value)) is not None:
+            self._consumed[scalar] = float(step)
+        elif tag.endswith(_TEXT_SUFFIX) and tag[:-len(_TEXT_SUFFIX)] in _ARGS:
             self._argument(tag[:-len(_TEXT_SUFFIX)], value)
         elif tag in _RUN_TAGS and (scalar := _scalar(value)) is not None:
             self.run_figures[_RUN_TAGS[tag]] = scalar
@@ -209,14 +227,36 @@ class TensorBoardParser(LogParser):
             self.args[name] = strings[0][:200].decode("utf-8", "replace")
 
     def _flush(self, count: int) -> None:
-        """The `count` oldest pending steps, made rows (tokens from the batch and sequence length, when known)."""
+        """The `count` oldest pending steps, made rows: tokens from the batch in force at that step (a `batch-size`
+        tag, else the samples consumed between two `... vs samples` copies) and the sequence length, when known;
+        step time from the wall times of two steps where no tag gives it."""
         seq_len = to_int(self.args.get("seq_length"))
         for step in list(self._pending)[:count]:
             row = self._pending.pop(step)
+            wall = row.pop(_WALL, None)
+            if "samples" not in row:
+                self._samples_from_consumed(step, row)
             if seq_len and "samples" in row:
                 row["tokens"] = row["samples"] * seq_len
+            if "step_time_s" not in row and wall is not None and self._last_wall is not None:
+                last_step, last_wall = self._last_wall
+                if step > last_step and wall > last_wall:
+                    row["step_time_s"] = (wall - last_wall) / (step - last_step)
+                    self.step_time_from_wall += 1
+            if wall is not None:
+                self._last_wall = (step, wall)
             row["step"] = step
             self._out.append(row)
+
+    def _samples_from_consumed(self, step: int, row: dict[str, float]) -> None:
+        consumed = self._consumed.pop(row["loss"], None) if "loss" in row else None
+        if consumed is None:
+            return
+        last_step, last_consumed = self._last_samples
+        if step > last_step and consumed > last_consumed:
+            row["samples"] = (consumed - last_consumed) / (step - last_step)
+            self.samples_from_consumed += 1
+        self._last_samples = (step, consumed)
 
     def _frame(self) -> pl.DataFrame:
         rows = self._out.copy()
@@ -232,9 +272,10 @@ class TensorBoardParser(LogParser):
     def finish(self) -> ParseSummary:
         if self.steps == 0:
             where = self.problems[0].line if self.problems else None
-            raise ParseError(self.file_name, where, f"no training scalars ('lm loss', 'train/loss', "
-                                                    f"'loss_metrics/global_avg_loss', ...) in {self.records:,} "
-                                                    "event records")
+            raise ParseError(self.file_name, where, f"no training scalars the key vocabulary knows ('lm loss', "
+                                                    f"'train/loss', 'perf/step_time_seconds', ...) in "
+                                                    f"{self.records:,} event records; add a tag with "
+                                                    "`python -m perfledger keys add`")
         results = summary_results(self.run_figures, file_name=self.file_name, locator="train/train_samples_per_second",
                                   evidence=Evidence.MEASURED)
         return ParseSummary(format=self.format, config=self._config(), problems=tuple(self.problems),
@@ -268,6 +309,12 @@ class TensorBoardParser(LogParser):
         out = []
         if "memory/max_reserved(GiB)" in self.tags_used:
             out.append("memory_gb is torchtitan's max reserved GiB converted to GB (x 1.073741824)")
+        if self.step_time_from_wall:
+            out.append(f"step time of {self.step_time_from_wall:,} steps is wall clock from the event times, over "
+                       "the steps between them (evaluation and checkpoints in between count)")
+        if self.samples_from_consumed:
+            out.append(f"samples per step of {self.samples_from_consumed:,} steps are the samples consumed between "
+                       "two logged steps (Megatron's `... vs samples` scalars): the batch in force, ramp-up included")
         if self.skipped_bytes:
             out.append(f"the event file is damaged: its last {self.skipped_bytes:,} bytes were not read")
         if len(frameworks := self._frameworks()) > 1:
@@ -275,7 +322,8 @@ class TensorBoardParser(LogParser):
         return out
 
     def _frameworks(self) -> set[str]:
-        return {_FRAMEWORK_TAGS[tag] for tag in self.tags_used if tag in _FRAMEWORK_TAGS}
+        frameworks = self.table.frameworks
+        return {frameworks[tag] for tag in self.tags_used if tag in frameworks}
 
     def _meta(self) -> dict[str, Any]:
         return {"event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),

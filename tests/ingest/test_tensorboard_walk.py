@@ -261,7 +261,7 @@ def test_the_walk_checks_lengths_as_the_python_reader_does(monkeypatch: pytest.M
         length = struct.pack("<Q", rng.randrange(0, 200))
         crc = _tfrecord.masked_crc32c(length) ^ (rng.random() < 0.5) << rng.randrange(32)
         raw = length + struct.pack("<I", crc) + bytes(300)
-        reached, _, _ = walk.walk((), (), {}, 256, _tfrecord.MAX_RECORD_BYTES, bytearray(), raw, 0, 0)
+        reached, _, _ = walk.walk((), (), {}, {}, 256, _tfrecord.MAX_RECORD_BYTES, bytearray(), raw, 0, 0)
         assert (reached > 0) == (crc == _tfrecord.masked_crc32c(length))
 
 

@@ -214,7 +214,7 @@ def test_an_unreadable_payload_naming_a_step_tag_is_skipped_with_its_record_numb
 
 
 def test_a_record_naming_no_step_tag_is_counted_and_never_decoded() -> None:
-    raw = file_version() + record(b"\xff\xff\xff\xff") + scalars(1, {"lm loss vs samples": 2.0, "x": 1.0}) \
+    raw = file_version() + record(b"\xff\xff\xff\xff") + scalars(1, {"learning-rate vs samples": 2.0, "x": 1.0}) \
         + scalars(1, {"lm loss": 2.0})
     parser, steps = parse_bytes(raw)
     summary = parser.finish()
