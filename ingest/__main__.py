@@ -19,7 +19,7 @@ from ingest.pipeline import IngestOutcome, Overrides, ingest_stream
 from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.catalog import Catalog
-from perfledger.errors import InvalidInput, PerfledgerError, UnknownId
+from perfledger.errors import InvalidInput, ParseError, PerfledgerError, UnknownId
 from perfledger.process import exit_process, lean_process
 from perfledger.records import more_problems
 from perfledger.settings import load_settings
@@ -142,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PerfledgerError as exc:
             failed += 1
             print(str(exc), file=sys.stderr)
+            if args.json:
+                print(json.dumps(refused_json(shown, exc)))
             continue
         if args.json:
             print(json.dumps(outcome.as_json(), default=str))
@@ -154,6 +156,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             counts = "; ".join(f"{n} {why}" for why, n in sorted((outcome.refused or {}).items()))
             print(f"{outcome.file_name}: rows refused: {counts}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def refused_json(shown: str, exc: PerfledgerError) -> dict[str, object]:
+    """A refused file's JSON object: the same keys as a stored one's where they apply, and its error."""
+    line = exc.line if isinstance(exc, ParseError) else None
+    return {"file": shown, "format": None, "run_id": None, "created": False, "steps": 0, "skipped_lines": 0,
+            "warnings": [], "problems": [], "results": [], "error": str(exc), "error_line": line}
 
 
 def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overrides, limit: int) -> IngestOutcome:

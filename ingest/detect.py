@@ -8,7 +8,9 @@ markers) keeps the file when it comes before the most-claimed one, or when that 
 MIN_EVIDENCE lines. A line that would have won under first match but was outweighed (one
 stray `:::MLLOG` line atop a Megatron log) is a stray line: the parser counts it as skipped and the run says so.
 
-A binary format (TensorBoard events) is asked first, by its bytes (LogParser.sniff_bytes): its head is no text.
+A binary format (TensorBoard events) is asked first, by its bytes (LogParser.sniff_bytes): its head is no text. Then a
+format with an event marker of its own (LogParser.owning_marker: MLPerf's `:::MLLOG`) keeps a file whose first MiB
+holds at least MIN_EVIDENCE of its events, whatever else is printed around them; a line or two does not.
 
 Some logs open with 64 KiB of shell trace or environment dump before their framework says a word (a bigscience
 Megatron job's `module load` trace); `detect_head` looks again at a wider head (1 MiB) when the 64 KiB head
@@ -90,6 +92,9 @@ def weigh_head(raw: bytes, *, file_name: str) -> Detection:
     binary = next((p for p in registry() if p.reads_bytes and p.sniff_bytes(raw, file_name)), None)
     if binary is not None:
         return Detection(binary, 0)
+    owner = _owner(raw)
+    if owner is not None:
+        return owner
     try:
         found = weigh(head_text(raw[:HEAD_BYTES]), file_name=file_name)
     except UnknownFormat:
@@ -100,6 +105,17 @@ def weigh_head(raw: bytes, *, file_name: str) -> Detection:
         return found
     wide = weigh(clean_text(decode(raw[:WIDE_HEAD_BYTES])), file_name=file_name)
     return wide if wide.evidence > found.evidence else found
+
+
+def _owner(raw: bytes) -> Detection | None:
+    """The format whose own event marker (LogParser.owning_marker) the first MiB holds at least MIN_EVIDENCE times:
+    MLPerf's `:::MLLOG` events are the file's results however many lines of launcher or framework output surround
+    them (NeMo progress bars before the first event once outweighed them in the 64 KiB head)."""
+    for parser in registry():
+        marker = parser.owning_marker
+        if marker is not None and (count := raw.count(marker, 0, WIDE_HEAD_BYTES)) >= MIN_EVIDENCE:
+            return Detection(parser, count)
+    return None
 
 
 def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:

@@ -12,7 +12,16 @@ from ingest.parsers._common import INT64_MAX, to_int
 
 # "1xXE9680x8H100-SXM-80GB": nodes x system x devices-per-node + accelerator; "64xNVIDIA DGX H100": nodes x system
 _PLATFORM = re.compile(r"^\s*(\d+)\s*x\s*(.+?)\s*$")
-_SYSTEM_DEVICES = re.compile(r"^(.+?)x(\d+)\s*x?\s*([A-Za-z].*)$")
+_SYSTEM_DEVICES = re.compile(r"^(.+?)[x_](\d+)\s*x?\s*([A-Za-z].*)$")  # "XE9680x8H100", "XE9785L_8xMI355X"
+# "gaudi-1024": an accelerator and how many of them; a TPU slice's suffix ("v5p-1024") counts cores, not chips
+_NAMED_COUNT = re.compile(r"^\s*([A-Za-z][\w.]*?)-(\d+)\s*$")
+_TPU = re.compile(r"tpu|^v\d", re.IGNORECASE)
+# launcher banners around the MLLOG events: "GPUS_PER_NODE=8", "NNODES=1", "WORLD_SIZE=64", "--nproc_per_node 8"
+BANNER_KEYS = {"GPUS_PER_NODE": "devices_per_node", "NPROC_PER_NODE": "devices_per_node", "DGXNGPU": "devices_per_node",
+               "NGPUS_PER_NODE": "devices_per_node", "nproc_per_node": "devices_per_node", "NNODES": "nodes",
+               "NUM_NODES": "nodes", "DGXNNODES": "nodes", "nnodes": "nodes", "WORLD_SIZE": "world_size"}
+_BANNER = re.compile(r"(?<![\w-])-{0,2}(" + "|".join(sorted(BANNER_KEYS, key=len, reverse=True))
+                     + r")(?:\s*[=:]\s*|\s+)(\d+)(?![\w.])")
 
 # config key as printed -> RunConfig field; the first one a file states wins
 SHAPE_KEYS = {
@@ -24,7 +33,8 @@ SHAPE_KEYS = {
     "num_query_groups": "num_kv_heads", "num_key_value_heads": "num_kv_heads", "n_kv_heads": "num_kv_heads",
     "padded_vocab_size": "vocab_size", "vocab_size": "vocab_size",
 }
-CONFIG_LITERALS = [f"{k}:" for k in SHAPE_KEYS] + [f"{k}':" for k in SHAPE_KEYS] + [f'{k}":' for k in SHAPE_KEYS]
+CONFIG_LITERALS = [f"{k}:" for k in SHAPE_KEYS] + [f"{k}':" for k in SHAPE_KEYS] + [f'{k}":' for k in SHAPE_KEYS] \
+    + list(BANNER_KEYS)
 _CONFIG_PAIR = re.compile(r"(?<![\w.])['\"]?(" + "|".join(sorted(SHAPE_KEYS, key=len, reverse=True))
                           + r")['\"]?:\s*(\d+)(?![\w.])")
 
@@ -35,26 +45,43 @@ class Platform:
     system: str | None = None
     devices_per_node: int | None = None
     accelerator: str | None = None  # the accelerator as printed, or the system name when no accelerator is named
+    total: int | None = None  # devices named outright ("gaudi-1024")
 
     @property
     def devices(self) -> int | None:
+        if self.total:
+            return self.total
         if self.nodes and self.devices_per_node and self.nodes * self.devices_per_node <= INT64_MAX:
             return self.nodes * self.devices_per_node
         return None
 
 
 def read_platform(text: str | None) -> Platform:
-    """'1xXE9680x8H100-SXM-80GB' -> 1 node of XE9680 with 8 H100-SXM-80GB; '64xNVIDIA DGX H100' -> 64 nodes of
-    NVIDIA DGX H100 (devices per node not stated); 'tpu-v5p' -> no node count."""
+    """'1xXE9680x8H100-SXM-80GB' -> 1 node of XE9680 with 8 H100-SXM-80GB ('1xXE9785L_8xMI355X' likewise);
+    '64xNVIDIA DGX H100' -> 64 nodes of NVIDIA DGX H100 (devices per node not stated); 'gaudi-1024' -> 1024 gaudi;
+    'tpu-v5p' -> no count."""
     if not text or not text.strip():
         return Platform()
     m = _PLATFORM.match(text)
     if m is None:
+        named = _NAMED_COUNT.match(text)
+        if named is not None and not _TPU.search(named.group(1)) and (total := to_int(named.group(2))):
+            return Platform(accelerator=text.strip(), total=total)
         return Platform(accelerator=text.strip())
     nodes, rest = to_int(m.group(1)), m.group(2)
     if (s := _SYSTEM_DEVICES.match(rest)) is not None:
         return Platform(nodes, s.group(1).strip(), to_int(s.group(2)), s.group(3).strip())
     return Platform(nodes, rest, None, rest)
+
+
+def banner_pairs(line: str) -> list[tuple[str, int]]:
+    """('nodes' | 'devices_per_node' | 'world_size', value) for each launcher setting a line states."""
+    out = []
+    for key, value in _BANNER.findall(line):
+        number = to_int(value)
+        if number is not None and 0 < number <= INT64_MAX:
+            out.append((BANNER_KEYS[key], number))
+    return out
 
 
 def config_pairs(line: str) -> list[tuple[str, int]]:

@@ -32,6 +32,9 @@ class LogParser(ABC):
     format: ClassVar[LogFormat]
     max_problems_kept: ClassVar[int | None] = MAX_PROBLEMS_KEPT  # None: every problem listed
     reads_bytes: ClassVar[bool] = False  # fed the raw stream (feed_stream), not decoded lines
+    # Bytes that only this format writes, each an event of its own (MLPerf's `:::MLLOG`): a file holding a few of
+    # them is this format whatever launcher output surrounds them (ingest/detect.py, weigh_head).
+    owning_marker: ClassVar[bytes | None] = None
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name

@@ -29,7 +29,14 @@ from ingest.parsers._mllog import (
     split_chunk,
     step_rows,
 )
-from ingest.parsers._mlperf_config import CONFIG_LITERALS, Platform, config_pairs, read_platform, shape_from_values
+from ingest.parsers._mlperf_config import (
+    CONFIG_LITERALS,
+    Platform,
+    banner_pairs,
+    config_pairs,
+    read_platform,
+    shape_from_values,
+)
 from ingest.parsers.base import LogParser
 from ingest.text import TextChunk
 from perfledger.catalog import resolve_accelerator
@@ -74,6 +81,7 @@ def _event_json(line: str, marker: str) -> str | None:
 
 class MlperfParser(LogParser):
     format = LogFormat.MLPERF
+    owning_marker = b":::MLLOG"
     bulk = True  # step events decoded by msgspec (False: every event through json.loads, the definition)
     scanned = True  # with bulk, chunks read by the compiled scanner where it is available
 
@@ -93,6 +101,7 @@ class MlperfParser(LogParser):
         self.last_eval_epoch: float | None = None
         self.state = StepState()
         self.dumped: dict[str, int] = {}  # model shape from a configuration dump, first value of each field
+        self.banner: dict[str, int] = {}  # launcher settings printed around the events (NNODES=1, GPUS_PER_NODE=8)
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         return self.feed_prepared(self.prepare(lines, first_lineno))
@@ -123,6 +132,8 @@ class MlperfParser(LogParser):
             elif ":::" not in line:
                 for field, value in config_pairs(line):
                     self.dumped.setdefault(field, value)
+                for field, value in banner_pairs(line):
+                    self.banner.setdefault(field, value)
                 seq_from = seq_from if seq_from is not None or self._seq() is None else i
         self.events += prepared.events.height
         events = prepared.events
@@ -191,7 +202,16 @@ class MlperfParser(LogParser):
         per_node, nodes = to_int(sysjson.get("accelerators_per_node")), to_int(sysjson.get("number_of_nodes"))
         if nodes and per_node and nodes * per_node <= INT64_MAX:
             return nodes * per_node
-        return self._platform().devices
+        return self._platform().devices or self._banner_devices()
+
+    def _banner_devices(self) -> int | None:
+        """WORLD_SIZE, else NNODES x GPUS_PER_NODE (a single node when only the devices per node are printed)."""
+        banner = self.banner
+        if banner.get("world_size"):
+            return banner["world_size"]
+        per_node = banner.get("devices_per_node")
+        nodes = banner.get("nodes", 1 if per_node else None)
+        return nodes * per_node if nodes and per_node and nodes * per_node <= INT64_MAX else None
 
     def finish(self) -> ParseSummary:
         if self.events == 0 and self.sysjson is None:
@@ -234,8 +254,12 @@ class MlperfParser(LogParser):
             out.append("reported_tokens_per_s_per_device is the logged throughput (samples/s) x seq len / devices, "
                        f"{DERIVED_NOTE}")
         if config.n_devices and not self.sysjson and self._platform().devices:
+            how = "the count it names" if self._platform().total else "nodes x accelerators per node"
             out.append(f"the device count ({config.n_devices}) is read from submission_platform "
-                       f"{self.values.get('submission_platform')!r}: nodes x accelerators per node")
+                       f"{self.values.get('submission_platform')!r}: {how}")
+        elif config.n_devices and not self.sysjson and self._banner_devices():
+            said = ", ".join(f"{k}={v}" for k, v in sorted(self.banner.items()))
+            out.append(f"the device count ({config.n_devices}) is read from the launcher's settings ({said})")
         return out
 
     def _time_to_train(self, warnings: list[str]) -> float | None:
