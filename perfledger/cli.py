@@ -1,4 +1,5 @@
-"""python -m perfledger: init | rebuild | calc | export | audit | copy | catalog (perfledger/cli_catalog.py).
+"""python -m perfledger: init | rebuild | calc | export | audit | copy | catalog (perfledger/cli_catalog.py) | keys
+(perfledger/cli_keys.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
 0 done, 1 the store or data refused, 2 a usage or input error.
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_catalog, store
+from perfledger import cli_catalog, cli_keys, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("--token", default=os.environ.get("PERFLEDGER_TOKEN", ""),
                         help="the upload token, when one is set (default: PERFLEDGER_TOKEN)")
     cli_catalog.register(sub)
+    cli_keys.register(sub)
     return parser
 
 
@@ -202,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "copy": cmd_copy,
         "delete": cmd_delete,
         "catalog": cli_catalog.run,
+        "keys": cli_keys.run,
     }
     try:
         return commands[args.command](args)

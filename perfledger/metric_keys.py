@@ -40,6 +40,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "step": ("the optimizer step (iteration) the record belongs to", "count"),
     "step_time_s": ("seconds per step", "time"),
     "elapsed_s": ("time since the run started (a cumulative clock)", "duration"),
+    "interval_s": ("time since the previous record (over the steps between them)", "duration"),
     "wall_time": ("the time of day the record was written", "timestamp"),
     "tokens": ("tokens in this step over all devices", "count"),
     "samples": ("samples (sequences) in this step over all devices: the global batch in force", "count"),
@@ -57,6 +58,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "memory_gb": ("peak device memory", "memory"),
     "micro_batch": ("samples per device per micro-step (a run setting)", "count"),
     "summary": ("present only in an end-of-run record, which is then not a step", "any"),
+    "eval": ("present only in an evaluation record, which is then not a step", "any"),
     "-": ("known, not read (identifies a framework)", "any"),
 }
 
@@ -142,8 +144,13 @@ class Vocabulary:
         exact = self._exact.get(name, ())
         return exact + tuple(row for row in self._patterns if row.matches(name))
 
+    @functools.cached_property
+    def _required(self) -> frozenset[str]:
+        return frozenset(row.requires for row in self.rows if row.requires)
+
     def is_known(self, name: str) -> bool:
-        return name in self._exact or any(row.matches(name) for row in self._patterns)
+        """Whether a reader keeps this name: a key of a row, or the key another row requires beside it."""
+        return name in self._exact or name in self._required or any(row.matches(name) for row in self._patterns)
 
     def exact_rows(self, columns: Iterable[str]) -> tuple[KeyRow, ...]:
         """The rows with a literal key for these columns (what a reader that matches bytes can look for)."""
