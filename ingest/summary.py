@@ -159,6 +159,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     launch = chosen_launch(list(launches)).launch if launches else None
     if launch is not None:
         steps = steps.filter(pl.col("launch").fill_null(1) == launch)
+    steps = _tokens_from_batch(steps, config, warnings)
     steady = _steady(steps, rule, why)
     if steady is not None and (flags := not_steady(steady)):
         warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
@@ -188,6 +189,27 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
         launches=launches, launch=launch, phases=phases,
     )
+
+
+def _tokens_from_batch(steps: pl.DataFrame | pl.LazyFrame, config: RunConfig,
+                       warnings: list[str]) -> pl.DataFrame | pl.LazyFrame:
+    """Steps whose log gives no tokens get them from the batch in force and the sequence length the run states:
+    the step's own samples where logged (a ramp-up is kept), else the global batch."""
+    seq = config.seq_len
+    names = steps.collect_schema().names()
+    if not seq or "tokens" not in names or steps.lazy().select(pl.col("tokens").is_not_null().any()).collect().item():
+        return steps
+    per_step = "samples" in names and steps.lazy().select(pl.col("samples").is_not_null().any()).collect().item()
+    if per_step:
+        tokens = pl.col("samples") * seq
+        said = f"tokens per step = the samples logged at that step x seq len {seq:,}"
+    elif config.global_batch:
+        tokens = pl.lit(float(config.global_batch * seq))
+        said = f"tokens per step = global batch {config.global_batch:,} x seq len {seq:,}, as the run states"
+    else:
+        return steps
+    warnings.append(f"{said} (the log prints no tokens per step)")
+    return steps.with_columns(tokens.cast(pl.Float64).alias("tokens"))
 
 
 def _launches(steps: pl.DataFrame | pl.LazyFrame) -> tuple[LaunchSpan, ...]:
