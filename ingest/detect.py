@@ -59,6 +59,8 @@ def weigh(head: str, *, file_name: str) -> Detection:
     """The parser for a file whose first bytes (as clean text) are `head`, by weight of evidence; UnknownFormat
     if no parser accepts it."""
     candidates = [parser for parser in registry() if parser.sniff(head, file_name)]
+    if any(p.fallback for p in candidates) and not all(p.fallback for p in candidates):
+        candidates = _without_fallback(candidates, head)
     if not candidates:
         known = ", ".join(fmt.value for fmt in LogFormat)
         raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
@@ -78,6 +80,22 @@ def weigh(head: str, *, file_name: str) -> Detection:
     stray = sorted({StrayLine(i + 1, candidates[k].format) for k in range(best) for i in claimed[k] if i not in own},
                    key=lambda s: s.lineno)
     return Detection(candidates[best], len(claimed[best]), tuple(stray))
+
+
+def _without_fallback(candidates: list[type[LogParser]], head: str) -> list[type[LogParser]]:
+    """Readers of last resort against formats of their own: the former alone when they read at least MIN_EVIDENCE
+    lines of the head as records and no format of its own claims as many (a loose sniff, a JSON document parser
+    whose evidence is the head as a whole); else the formats of their own alone."""
+    lines = head.split("\n")
+
+    def claimed(parser: type[LogParser]) -> int:
+        return sum(1 for _ in itertools.islice((line for line in lines if parser.claims(line)), MIN_EVIDENCE))
+
+    own = [p for p in candidates if not p.fallback]
+    last = [p for p in candidates if p.fallback]
+    if max(map(claimed, last)) >= MIN_EVIDENCE and max(map(claimed, own)) < MIN_EVIDENCE:
+        return last
+    return own
 
 
 def detect_format(head: str, *, file_name: str) -> type[LogParser]:

@@ -81,6 +81,7 @@ class LogFormat(StrEnum):
     MAXTEXT = "maxtext"
     WANDB_HISTORY = "wandb_history"
     METRICS = "metrics"
+    KEY_VALUE = "key_value"
     COMPOSER = "composer"
     TENSORBOARD = "tensorboard"
 

@@ -15,6 +15,7 @@ from ingest.parsers import (
     hf_results_json,
     hf_trainer_log,
     hf_trainer_state,
+    key_value_log,
     llmc,
     maxtext,
     megatron,
@@ -52,6 +53,7 @@ PARSERS: tuple[type[LogParser], ...] = (
     wandb_history.PARSER,
     metrics_file.PARSER,  # any per-step metrics file the key vocabulary reads: after every format of its own
     composer.PARSER,
+    key_value_log.PARSER,  # last resort: lines of name: value pairs, when no format of its own claims the file
 )
 
 

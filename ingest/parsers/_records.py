@@ -29,6 +29,7 @@ from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabula
 TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
             "reported_tokens_per_s_per_device")
 STEP_TIME_SOURCES = {"logged": "logged per step",
+                     "interval": "the time each record gives since the one before, over the steps between them",
                      "elapsed": "wall clock from the run time the records carry, over the steps between them",
                      "wall": "wall clock from the records' timestamps, over the steps between them"}
 
@@ -57,8 +58,17 @@ def duration_seconds(text: str | None) -> float | None:
         return None
 
 
+_LEADING_NUMBER = r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))"
+_MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
+
+
 def _number(name: str) -> pl.Expr:
-    return pl.col(name).cast(pl.Float64, strict=False)
+    """A column's values as numbers: numbers as they are; text by its leading number ("146ms" -> 146, "2.3K" ->
+    2300, "10/438" -> 10)."""
+    text = pl.col(name).cast(pl.String)
+    number = text.str.extract(_LEADING_NUMBER, 1).cast(pl.Float64, strict=False)
+    suffix = text.str.extract(_LEADING_NUMBER + r"\s*([KMGTB])(?:[^A-Za-z]|$)", 2)
+    return number * suffix.replace_strict(_MULTIPLIERS, default=1.0, return_dtype=pl.Float64)
 
 
 def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
@@ -75,7 +85,7 @@ def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
     if unit == "1/s":
         value = _number(name)
         return pl.when(value > 0).then(1.0 / value)
-    value = _number(name) if not dtype.is_numeric() else pl.col(name).cast(pl.Float64)
+    value = pl.col(name).cast(pl.Float64) if dtype.is_numeric() else _number(name)
     if row.column == "reported_mfu":
         return pl.when(value > 0).then(value * row.factor)
     return value * row.factor if row.factor != 1.0 else value
@@ -110,6 +120,7 @@ class StepRecords:
     step_time_sources: Counter[str] = field(default_factory=Counter)
     micro_batch: int | None = None
     numbered_by_row: int = 0  # records without a step key, numbered by their order
+    clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
 
     def known(self, name: str) -> bool:
@@ -131,7 +142,7 @@ class StepRecords:
         schema = frame.schema
         columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := _column(mapping, c, schema)) is not None}
         self._remember_micro_batch(frame, columns.get("micro_batch"))
-        training = [columns[c].is_not_null() for c in TRAINING if c in columns]
+        training = self._training(mapping, columns, clock_only=self.clock_only_steps)
         if not training:
             self.set_aside["record without a training figure"] += frame.height
             return step_frame_from_columns({}, 0)
@@ -140,10 +151,13 @@ class StepRecords:
             step = pl.int_range(1, pl.len() + 1) + self.numbered_by_row
             self.numbered_by_row += frame.height
         summary = columns.pop("summary", pl.lit(None, pl.Float64))
+        evaluation = columns.pop("eval", pl.lit(None, pl.Float64)).is_not_null() & (
+            columns["loss"].is_null() if "loss" in columns else pl.lit(True))
         rows = frame.select(
             pl.when((step == step.round(0)) & (step.abs() < 2.0**62)).then(step).cast(pl.Int64).alias("_s"),
             *(e.alias(c) for c, e in columns.items()),
-            pl.any_horizontal(training).alias("_training"), summary.is_not_null().alias("_summary"))
+            (pl.any_horizontal(training) & ~evaluation).alias("_training"),
+            (pl.any_horizontal(training) & evaluation).alias("_eval"), summary.is_not_null().alias("_summary"))
         rows = self._set_aside(rows)
         if rows.height == 0:
             return step_frame_from_columns({}, 0)
@@ -155,9 +169,22 @@ class StepRecords:
         out["step"] = rows["_s"]
         return step_frame_from_columns(out, rows.height)
 
+    @staticmethod
+    def _training(mapping: KeyMapping, columns: dict[str, pl.Expr], *, clock_only: bool) -> list[pl.Expr]:
+        """What makes a record a training step: a training figure; with clock_only, in a file that logs none anywhere
+        (a console report of the step and the time so far), a clock in a record that is not an evaluation's."""
+        if not clock_only or any(c in mapping.by_column for c in TRAINING):
+            return [columns[c].is_not_null() for c in TRAINING if c in columns]
+        clocks = [columns[c].is_not_null() for c in ("interval_s", "elapsed_s", "wall_time") if c in columns]
+        if not clocks:
+            return []
+        not_eval = columns["eval"].is_null() if "eval" in columns else pl.lit(True)
+        return [pl.any_horizontal(clocks) & not_eval]
+
     def _set_aside(self, rows: pl.DataFrame) -> pl.DataFrame:
         counts = rows.select(
-            (~pl.col("_training")).sum().alias("record without a training figure"),
+            (~pl.col("_training") & ~pl.col("_eval")).sum().alias("record without a training figure"),
+            pl.col("_eval").sum().alias("evaluation record"),
             (pl.col("_training") & pl.col("_summary")).sum().alias("end-of-run summary record"),
             (pl.col("_training") & ~pl.col("_summary") & pl.col("_s").is_null()).sum().alias(
                 "record without a step number")).row(0, named=True)
@@ -176,6 +203,9 @@ class StepRecords:
         sources: list[tuple[str, pl.Expr]] = []
         if "step_time_s" in rows.columns:
             sources.append(("logged", pl.when(pl.col("step_time_s") > 0).then(pl.col("step_time_s"))))
+        if "interval_s" in rows.columns:
+            sources.append(("interval", pl.when((steps > 0) & (pl.col("interval_s") > 0))
+                            .then(pl.col("interval_s") / steps)))
         for source, column, first in (("elapsed", "elapsed_s", anchor.elapsed_s),
                                       ("wall", "wall_time", anchor.wall_time)):
             if column in rows.columns:
@@ -226,7 +256,7 @@ class StepRecords:
 
     def step_time_note(self) -> str | None:
         """Where the step time came from, when it was not logged per step (for the run's warnings)."""
-        used = [s for s in ("elapsed", "wall") if self.step_time_sources.get(s)]
+        used = [s for s in ("interval", "elapsed", "wall") if self.step_time_sources.get(s)]
         if not used:
             return None
         return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)} (evaluation and checkpoints in "

@@ -35,6 +35,9 @@ class LogParser(ABC):
     # Bytes that only this format writes, each an event of its own (MLPerf's `:::MLLOG`): a file holding a few of
     # them is this format whatever launcher output surrounds them (ingest/detect.py, weigh_head).
     owning_marker: ClassVar[bytes | None] = None
+    # A reader of last resort (any console log of `name: value` pairs): a candidate only where no other format
+    # claims MIN_EVIDENCE lines of the head or the head as a whole (ingest/detect.py, weigh).
+    fallback: ClassVar[bool] = False
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import polars as pl
@@ -68,6 +69,22 @@ def looks_like_records(names: Sequence[str]) -> bool:
                                                                 "reported_tokens_per_s_per_device"})
 
 
+_DOCUMENT_KEY = re.compile(r'"([^"\n]{1,255})"\s*:')
+MAX_COLUMNS_DOCUMENT_CHARS = 64 * 2**20  # a whole-document JSON is parsed at once: larger ones are refused
+
+
+def _document_names(head: str) -> list[str]:
+    """The names a JSON document's head holds: of per-step arrays ({"lm loss": [..], "time info": [..]}) or of
+    records nested in it ({"train_info": {"metrics": [{"step": 250, "train loss": ...}, ...]}})."""
+    return _DOCUMENT_KEY.findall(head) if head.lstrip().startswith("{") else []
+
+
+def _document_looks_like_steps(names: Sequence[str]) -> bool:
+    """A document of per-step arrays or records: no step column needed (an array's index is the step), a loss or a
+    step time is."""
+    return bool(set(load_vocabulary().mapping(names).by_column) & {"loss", "step_time_s"})
+
+
 def _header(line: str) -> tuple[str, list[str]] | None:
     """(delimiter, names) of a CSV / TSV header row whose names the vocabulary reads as records."""
     for delimiter in DELIMITERS:
@@ -79,6 +96,7 @@ def _header(line: str) -> tuple[str, list[str]] | None:
 
 class MetricsFileParser(LogParser):
     format: ClassVar[LogFormat] = LogFormat.METRICS
+    fallback: ClassVar[bool] = True  # generic: any format of its own that accepts the file reads it instead
     kind_name: ClassVar[str] = "metrics file"
 
     @classmethod
@@ -87,7 +105,9 @@ class MetricsFileParser(LogParser):
         obj = _json_object(line)
         if obj is not None:
             return looks_like_records(list(obj))
-        return not line.startswith("{") and _header(line) is not None
+        if line.startswith("{"):
+            return _document_looks_like_steps(_document_names(head))
+        return _header(line) is not None
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -101,6 +121,9 @@ class MetricsFileParser(LogParser):
         self.delimiter = ","
         self.names: list[str] = []  # CSV: what each column is read as
         self.records = StepRecords()
+        self.document: list[str] = []  # mode "columns": the whole JSON document, parsed in finish()
+        self.document_chars = 0
+        self.tail = empty_steps()
 
     def header(self, line: str) -> tuple[str, list[str]] | None:
         """(delimiter, the names to read each column as) of a header row; None if this format refuses it."""
@@ -111,6 +134,9 @@ class MetricsFileParser(LogParser):
         if self.mode is None:
             lines, first_lineno = self._start(lines, first_lineno)
         if self.mode is None or not lines:
+            return empty_steps()
+        if self.mode == "columns":
+            self._keep_document(lines)
             return empty_steps()
         frame = self._csv(lines, first_lineno) if self.mode == "csv" else self._jsonl(lines, first_lineno)
         if frame.height == 0:
@@ -123,7 +149,7 @@ class MetricsFileParser(LogParser):
             if not text:
                 continue
             if text.startswith("{"):
-                self.mode = "jsonl"
+                self.mode = "jsonl" if _json_object(text) is not None else "columns"
                 return lines[offset:], first_lineno + offset
             header = self.header(text)
             if header is None:
@@ -219,6 +245,38 @@ class MetricsFileParser(LogParser):
                     values.append(None)
         return pl.DataFrame({n: pl.Series(n, v, dtype=pl.String) for n, v in columns.items()})
 
+    # ------------------------------------------------------------------------------------------- columns
+
+    def _keep_document(self, lines: Sequence[str]) -> None:
+        self.document_chars += sum(len(line) + 1 for line in lines)
+        if self.document_chars > MAX_COLUMNS_DOCUMENT_CHARS:
+            raise ParseError(self.file_name, None, f"a JSON document of per-step arrays over "
+                                                   f"{MAX_COLUMNS_DOCUMENT_CHARS // 2**20} MiB is not read")
+        self.document.extend(lines)
+
+    def _columns(self) -> pl.DataFrame:
+        """The document's records: its longest list of objects with names the vocabulary knows, else its arrays of
+        numbers, one record per index (the step is then the index + 1)."""
+        try:
+            doc = load_json("\n".join(self.document))
+        except json.JSONDecodeError as err:
+            raise ParseError(self.file_name, err.lineno, f"not valid JSON ({err.msg})") from None
+        if not isinstance(doc, dict):
+            raise ParseError(self.file_name, 1, "the JSON document is not an object")
+        known = self.records.known
+        lists = sorted(_record_lists(doc, known), key=len, reverse=True)
+        if lists:
+            names = list(dict.fromkeys(k for record in lists[0] for k in record if known(k)))
+            return pl.DataFrame({k: [_text(r.get(k)) for r in lists[0]] for k in names},
+                                schema=dict.fromkeys(names, pl.String))
+        arrays = {k: v for k, v in doc.items() if isinstance(v, list) and known(k)}
+        length = max((len(v) for v in arrays.values()), default=0)
+        return pl.DataFrame({k: [_text(x) for x in v] + [None] * (length - len(v)) for k, v in arrays.items()},
+                            schema=dict.fromkeys(arrays, pl.String))
+
+    def final_steps(self) -> pl.DataFrame:
+        return self.tail
+
     # --------------------------------------------------------------------------------------------- finish
 
     def no_rows_reason(self) -> str:
@@ -240,6 +298,9 @@ class MetricsFileParser(LogParser):
 
     def finish(self) -> ParseSummary:
         records = self.records
+        if self.mode == "columns":
+            self.tail = records.steps(self._columns())
+            self.document.clear()
         if records.rows == 0:
             raise ParseError(self.file_name, None, self.no_rows_reason())
         return ParseSummary(
@@ -256,6 +317,17 @@ class MetricsFileParser(LogParser):
         if self.records.numbered_by_row:
             out.append("the records carry no step number: steps are numbered in the order of the records")
         return out
+
+
+def _record_lists(value: Any, known: Callable[[str], bool], depth: int = 0) -> Iterator[list[dict[str, Any]]]:
+    """Every list of objects nested in a JSON value whose first object has a name the vocabulary knows."""
+    if depth > 8:
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _record_lists(item, known, depth + 1)
+    elif isinstance(value, list) and value and isinstance(value[0], dict) and any(known(k) for k in value[0]):
+        yield [r for r in value if isinstance(r, dict)]
 
 
 def _text(value: Any) -> str | None:

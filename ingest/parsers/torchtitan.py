@@ -108,6 +108,12 @@ class TorchtitanParser(LogParser):
     def sniff(cls, head: str, file_name: str) -> bool:
         return "[titan]" in head or ("torchtitan" in head and _STEP.search(head) is not None)
 
+    @classmethod
+    def claims(cls, line: str) -> bool:
+        """A `[titan]` line, or a step line of torchtitan's shape (`step: 2  loss: 14.4  ...`) under another logger's
+        prefix; the file's sniff still needs `torchtitan` named somewhere in its head."""
+        return "[titan]" in line or ("loss:" in line and _STEP.search(line) is not None)
+
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
         self.config: dict[str, Any] = {}

@@ -45,6 +45,7 @@ def header_names(line: str) -> tuple[list[str], list[str]] | None:
 
 class WandbHistoryParser(MetricsFileParser):
     format: ClassVar[LogFormat] = LogFormat.WANDB_HISTORY
+    fallback: ClassVar[bool] = False
     kind_name: ClassVar[str] = "W&B history"
 
     @classmethod
