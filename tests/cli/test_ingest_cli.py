@@ -21,8 +21,11 @@ def test_good_files_are_stored_and_bad_ones_reported_with_exit_1(tmp_path: Path)
     db = f"duckdb:///{tmp_path / 's.duckdb'}"
     out = ingest(str(LOGS / "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log"), str(garbage), "--db", db, "--json")
     assert out.returncode == 1
-    stored = [json.loads(line) for line in out.stdout.splitlines()]
-    assert len(stored) == 1 and stored[0]["format"] == "torchtitan" and stored[0]["created"] is True
+    stored, refused = (json.loads(line) for line in out.stdout.splitlines())  # one object per file, refused too
+    assert stored["format"] == "torchtitan" and stored["created"] is True
+    assert refused["file"] == str(garbage) and refused["format"] is None and refused["run_id"] is None
+    assert refused["error"].startswith(f"{garbage}: not a log format perfledger reads")
+    stored = [stored]
     assert {"file", "format", "run_id", "created", "steps", "skipped_lines", "warnings", "steady_state"} <= set(stored[0])
     assert set(stored[0]["steady_state"]) >= {"first_step", "last_step", "step_time_s_median",
                                               "tokens_per_s_per_device", "model_tflops_per_device", "mfu",

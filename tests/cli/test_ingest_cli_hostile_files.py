@@ -56,7 +56,9 @@ def test_what_is_not_a_regular_file_is_refused_and_the_others_still_stored(tmp_p
     out = ingest(str(path), str(MEGATRON), "--db", db, "--json")
     assert out.returncode == 1
     assert out.stderr == f"{path}: not a regular file\n"
-    assert [json.loads(line)["file"] for line in out.stdout.splitlines()] == [str(MEGATRON)]
+    printed = [json.loads(line) for line in out.stdout.splitlines()]  # one object per file, the refused one too
+    assert [o["file"] for o in printed if o["format"]] == [str(MEGATRON)]
+    assert [o["run_id"] for o in printed if not o["format"]] == [None] and len(printed) == 2
 
 
 def _bomb(folder: Path) -> Path:
@@ -96,9 +98,11 @@ def test_file_names_are_printed_and_stored_escaped(tmp_path: Path) -> None:
     for out in (as_json, as_text):
         printed = out.stdout + out.stderr
         assert "\x1b" not in printed and "\r" not in printed and "\x07" not in printed and "\u202e" not in printed
-    assert json.loads(as_json.stdout)["file"] == f"{tmp_path}/{SHOWN}"
+    stored, refused = (json.loads(line) for line in as_json.stdout.splitlines())
+    assert stored["file"] == f"{tmp_path}/{SHOWN}" and refused["file"] == f"{tmp_path}/bad{SHOWN}"
+    assert "\x1b" not in refused["error"] and refused["error"].startswith(f"{tmp_path}/bad{SHOWN}: ")
     assert as_json.stderr.startswith(f"{tmp_path}/bad{SHOWN}: ") and as_json.stderr.count("\n") == 1
     assert as_text.stdout.startswith(f"{tmp_path}/{SHOWN}: megatron")
-    run_id = json.loads(as_json.stdout)["run_id"]
+    run_id = stored["run_id"]
     row = store.run(store.engine_from_url(db), run_id)
     assert row is not None and row.file_name == SHOWN
