@@ -159,6 +159,8 @@ result = Table(
     Column("locator", Text),
     Column("note", Text),
     Column("baseline", Text),
+    Column("precision_as_printed", Text),  # the precision text a claims file printed ("MXFP8", "Float8")
+    Column("attributes", Text),  # JSON object: every further configuration column a claims file carried
     Index("ix_result_metric_model", "metric", "model_id"),
     Index("ix_result_run", "run_id"),
 )

@@ -39,7 +39,7 @@ THROUGHPUT_METRIC = "tokens_per_s_per_device"
 MATCH_KEYS = ("source_id", *pairing.CONFIG_COLUMNS)
 # what audit_claims reads of a result row (the _model/_accelerator keys are made from the ids and printed names)
 INPUT_COLUMNS = ("id", "source_id", "model_id", "accelerator_id", "model_as_printed", "accelerator_as_printed",
-                 *(c for c in pairing.CONFIG_COLUMNS if not c.startswith("_") and c != "attributes"),
+                 *(c for c in pairing.CONFIG_COLUMNS if not c.startswith("_")),
                  "locator", "metric", "value", "unit")
 
 AUDIT_SCHEMA: dict[str, pl.DataType] = {
