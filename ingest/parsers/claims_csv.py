@@ -43,6 +43,7 @@ from perfledger.vocabulary import (
     read_precision,
     unit_factor,
     unit_peak,
+    unit_spellings,
 )
 
 REQUIRED = ("metric", "value", "unit", "model", "accelerator")
@@ -181,8 +182,11 @@ class ClaimsCsvParser(LogParser):
             raise RowError("not a number", f"value {text!r} is not a finite number")
         factor = unit_factor(metric, unit)
         if factor is None:
+            known = unit_spellings(metric)
+            shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
             raise RowError("unknown unit", f"unit {unit!r} is not {metric.unit!r} (the unit of {metric.value}) "
-                                           "nor a known spelling of it")
+                                           f"nor a known spelling of it (known: {shown}); to add one, append "
+                                           f"'{metric.value},{unit},FACTOR' to data/units.csv")
         return value * factor
 
     @staticmethod
