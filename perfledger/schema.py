@@ -81,6 +81,7 @@ model = Table(
     Column("source_id", String),
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
+    Column("head_dim", Integer),  # attention head width when heads x head_dim is not hidden (Qwen3, Gemma)
 )
 
 run = Table(

@@ -22,7 +22,7 @@ from perfledger.store.write import insert_results
 ADDED_COLUMNS: tuple[tuple[sa.Table, str], ...] = ((schema.step, "launch"), (schema.step, "generation_s"),
                                                    (schema.step, "training_s"),
                                                    (schema.result, "precision_as_printed"),
-                                                   (schema.result, "attributes"))
+                                                   (schema.result, "attributes"), (schema.model, "head_dim"))
 
 
 def add_missing_columns(conn: Connection) -> list[str]:
