@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit = with_db(sub.add_parser(
         "audit", help="check every claim (TFLOPS, MFU/HFU, time to train, scaling) against its own inputs"))
     audit.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    audit.add_argument("--cross-source", action="store_true",
+                       help="also check a claim against other sources' figures of the same configuration")
 
     copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
     copy.add_argument("--from", dest="src", required=True, help="source store URL")
@@ -128,10 +130,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def audit_frame(engine: Any) -> Any:
+def audit_frame(engine: Any, *, cross_source: bool = False) -> Any:
     from perfledger import views
 
-    return views.audit_table(views.AuditView(), engine)
+    return views.audit_table(views.AuditView(cross_source=cross_source), engine)
 
 
 def figure(value: float | None, unit: str | None) -> str:
@@ -150,7 +152,7 @@ def figure(value: float | None, unit: str | None) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    frame = audit_frame(store.engine_from_url(args.db))
+    frame = audit_frame(store.engine_from_url(args.db), cross_source=args.cross_source)
     if args.format == "csv":
         sys.stdout.write(frame.write_csv())
     elif args.format == "json":
@@ -161,7 +163,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for r in frame.iter_rows(named=True):
             print(f"{r['verdict']:<16} {r['plausibility'] or '':<11} {r['source_id']}: {r['metric']} of "
                   f"{r['model_id']} on {r['accelerator_id']} reported {figure(r['reported'], r['unit'])} "
-                  f"recomputed {figure(r['recomputed'], r['unit'])}  {r['explanation'] or ''}")
+                  f"recomputed {figure(r['recomputed'], r['unit'])}  {r['explanation'] or ''}"
+                  + (f"  [inputs: {r['inputs']}]" if r["inputs"] else ""))
         counts = frame["verdict"].value_counts(sort=True).iter_rows()
         print("; ".join(f"{n} {v}" for v, n in counts), file=sys.stderr)
     return 0

@@ -162,6 +162,13 @@ class ResultRecord:
     locator: str | None = None
     note: str | None = None
     baseline: str | None = None  # for relative_throughput: what the ratio is against
+    precision_as_printed: str | None = None  # a claims file's precision text, beside the canonical precision
+    attributes: str | None = None  # JSON object (sorted keys): a claims file's further configuration columns
+
+
+# Fields added after stores were written: a record leaves them out of its row key while they are None, so a row
+# stored before them keeps its key (a re-import stays a no-op).
+LATE_RESULT_FIELDS = ("precision_as_printed", "attributes")
 
 
 @dataclass(frozen=True, slots=True)

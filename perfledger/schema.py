@@ -81,6 +81,7 @@ model = Table(
     Column("source_id", String),
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
+    Column("head_dim", Integer),  # attention head width when heads x head_dim is not hidden (Qwen3, Gemma)
 )
 
 run = Table(
@@ -159,6 +160,8 @@ result = Table(
     Column("locator", Text),
     Column("note", Text),
     Column("baseline", Text),
+    Column("precision_as_printed", Text),  # the precision text a claims file printed ("MXFP8", "Float8")
+    Column("attributes", Text),  # JSON object: every further configuration column a claims file carried
     Index("ix_result_metric_model", "metric", "model_id"),
     Index("ix_result_run", "run_id"),
 )

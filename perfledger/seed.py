@@ -22,7 +22,7 @@ from perfledger.catalog.link import is_absent
 from perfledger.catalog.record import Catalog
 from perfledger.catalog.resolve import resolve_noted
 from perfledger.errors import DataFileError, UnknownId
-from perfledger.records import ResultRecord
+from perfledger.records import LATE_RESULT_FIELDS, ResultRecord
 from perfledger.vocabulary import Evidence, Metric, Precision, SourceKind
 
 SOURCES_FILE = "sources.csv"
@@ -30,7 +30,7 @@ ACCELERATORS_FILE = "accelerators.csv"
 MODELS_FILE = "models.csv"
 RESULTS_FILE = "results.csv"
 RESULT_COLUMNS: tuple[str, ...] = tuple(
-    c.name for c in schema.result.columns if c.name not in ("id", "row_key", "run_id")
+    c.name for c in schema.result.columns if c.name not in ("id", "row_key", "run_id", *LATE_RESULT_FIELDS)
 )
 
 Row = dict[str, Any]

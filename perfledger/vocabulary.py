@@ -5,8 +5,12 @@ Every other module imports these names; a string outside them is a bug or a user
 
 from __future__ import annotations
 
+import csv
+import functools
+import math
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 
 class Metric(StrEnum):
@@ -222,32 +226,42 @@ def normalize_precision(text: str | None) -> str:
     return (reading.precision if reading else Precision.UNSTATED).value
 
 
-_FRACTIONS = (Metric.MFU, Metric.HFU, Metric.SCALING_EFFICIENCY)
-_PER_DEVICE = ("gpu", "device", "chip", "accelerator", "gcd", "ipu", "rdu", "tpu", "hpu")
-_TFLOPS = ("tflops", "tflop/s", "tflopsec", "tflop")
+# Unit spellings are data: data/units.csv (metric, spelling, factor), one spelling a row, read once and checked row
+# by row; a user adds a spelling publishers print with one line. An empty unit is the metric's own.
+UNITS_FILE = Path(__file__).resolve().parents[1] / "data" / "units.csv"
+UNITS_HEADER = ("metric", "spelling", "factor")
 
 
-def _per_device_spellings(stems: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f"{s}{sep}{d}" for s in stems for sep in ("/", "per", "/per") for d in _PER_DEVICE)
+def read_units(path: Path) -> dict[tuple[Metric, str], float]:
+    """{(metric, spelling key): factor} from a units file; a bad row raises DataFileError naming its line."""
+    from perfledger.errors import DataFileError
+
+    metrics = {m.value: m for m in Metric}
+    out: dict[tuple[Metric, str], float] = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = csv.reader(f)
+        if tuple(next(rows, ())) != UNITS_HEADER:
+            raise DataFileError(path.name, 1, f"header must be {','.join(UNITS_HEADER)}")
+        for line, cells in enumerate(rows, 2):
+            if not cells or cells[0].startswith("#"):
+                continue
+            if len(cells) != 3 or cells[0] not in metrics or not _key(cells[1]):
+                raise DataFileError(path.name, line, "expected metric,spelling,factor with a known metric "
+                                                     f"({', '.join(metrics)}) and a spelling")
+            try:
+                factor = float(cells[2])
+            except ValueError:
+                factor = math.nan
+            if not math.isfinite(factor) or factor <= 0:
+                raise DataFileError(path.name, line, f"factor {cells[2]!r} is not a positive number")
+            out[(metrics[cells[0]], _key(cells[1]))] = factor
+    return out
 
 
-_UNIT_WORDS: dict[Metric, dict[float, tuple[str, ...]]] = {
-    **{m: {0.01: ("%", "percent", "pct"), 1.0: ("fraction", "ratio", "")} for m in _FRACTIONS},
-    Metric.MODEL_TFLOPS_PER_DEVICE: {1.0: ("TFLOP/s/device", "", *_TFLOPS, *_per_device_spellings(_TFLOPS)),
-                                     1000.0: ("PFLOP/s/device", *_per_device_spellings(("pflops", "pflop/s")))},
-    Metric.TOKENS_PER_S_PER_DEVICE: {1.0: ("tokens/s/device", "", *_per_device_spellings(
-        ("tokens/s", "tok/s", "tokens/sec", "tps", "tokenspersecond", "tokens/second")))},
-    Metric.TOKENS_PER_S: {1.0: ("tokens/s", "", "tok/s", "tokens/sec", "tps"), 1000.0: ("ktokens/s", "k tokens/s")},
-    Metric.SAMPLES_PER_S: {1.0: ("samples/s", "", "samples/sec", "seq/s", "sequences/s", "img/s")},
-    Metric.STEP_TIME_S: {1.0: ("s", "", "sec", "seconds"), 0.001: ("ms", "milliseconds")},
-    Metric.TIME_TO_TRAIN_S: {1.0: ("s", "", "sec", "seconds"), 60.0: ("min", "minutes"), 3600.0: ("h", "hours", "hr"),
-                             86400.0: ("days", "day", "d")},
-    Metric.RELATIVE_THROUGHPUT: {1.0: ("x", "", "×", "times", "speedup")},
-    Metric.AGGREGATE_PFLOPS: {1.0: ("PFLOP/s", "", "pflops"), 0.001: ("TFLOP/s", "tflops")},
-}
-_UNITS: dict[tuple[Metric, str], float] = {
-    (m, _key(w)): f for m, table in _UNIT_WORDS.items() for f, words in table.items() for w in words
-}
+@functools.cache
+def unit_table() -> dict[tuple[Metric, str], float]:
+    """The units file's spellings, read once per process."""
+    return read_units(UNITS_FILE)
 
 
 def unit_factor(metric: Metric, unit: str) -> float | None:
@@ -257,10 +271,24 @@ def unit_factor(metric: Metric, unit: str) -> float | None:
     >>> unit_factor(Metric.MFU, "% (BF16 MFU)"), unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/GPU")
     (0.01, 1.0)
     """
+    table = unit_table()
     for candidate in (_key(unit), _key(_without_asides(unit))):
-        if (metric, candidate) in _UNITS:
-            return _UNITS[(metric, candidate)]
+        if not candidate:
+            return 1.0
+        if (metric, candidate) in table:
+            return table[(metric, candidate)]
     return 1.0 if _key(unit) == _key(metric.unit) else None
+
+
+def unit_spellings(metric: Metric) -> list[str]:
+    """The spelling keys the units file knows for a metric (for a refusal that lists them)."""
+    return sorted(spelling for m, spelling in unit_table() if m is metric)
+
+
+def metric_of_unit(text: str) -> Metric | None:
+    """The one metric a printed unit spelling belongs to ("WPS", "TFLOP/sec/chip" as a column name), else None."""
+    found = {m for m, spelling in unit_table() if spelling == _key(text)}
+    return found.pop() if len(found) == 1 else None
 
 
 def unit_peak(unit: str) -> Precision | None:
@@ -286,8 +314,9 @@ METRIC_ALIASES: dict[str, Metric] = {
 
 
 def read_metric(text: str) -> Metric | None:
-    """The Metric a printed metric name means ("MFU", "tokens/s/GPU", "tokens_per_s_per_device"), or None."""
-    return METRIC_ALIASES.get(_key(text))
+    """The Metric a printed metric name means ("MFU", "tokens/s/GPU", "tokens_per_s_per_device"), or None; a
+    column named by its unit ("TFLOP/sec/chip", "WPS") means the one metric that unit belongs to."""
+    return METRIC_ALIASES.get(_key(text)) or metric_of_unit(text)
 
 
 _EVIDENCE_WORDS: dict[Evidence, tuple[str, ...]] = {

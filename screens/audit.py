@@ -14,7 +14,7 @@ FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "perc
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
 # The claim, its figures in its own metric's unit, and the verdict; details to the right.
 SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "unit", "rel_diff",
-               "verdict", "convention", "plausibility", "explanation")
+               "verdict", "convention", "plausibility", "explanation", "inputs")
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")
@@ -32,6 +32,8 @@ state = replace(
     models=models,
     tolerance=float(c4.number_input("Tolerance", 0.0, 1.0, state.tolerance, step=0.01, key=_ui.key(PAGE, "tol"))),
     workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w"), where=c1),
+    cross_source=c4.toggle("Other sources too", state.cross_source, key=_ui.key(PAGE, "xs"),
+                           help="also check a claim against other sources' figures of the same configuration"),
 )
 _ui.keep_in_url(state)
 _ui.describe(state)

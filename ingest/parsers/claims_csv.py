@@ -4,7 +4,11 @@ Header (names are case-insensitive; order free; `#` lines are comments):
 
     required   metric, value, unit, source_title or source_id, model, accelerator
     optional   n_devices, framework, framework_version, precision, seq_len, global_batch, micro_batch,
-               strategy, workload, source_url, source_date, source_kind, evidence, locator, note, baseline
+               strategy, workload, source_url, source_date, source_kind, evidence, locator, note, baseline,
+               grad_accum, tp, pp, dp, ep, cp, sparsity
+    any other  kept under its printed name as a configuration attribute of the row (activation checkpointing,
+               slice layout, dispatcher ...): stored as a JSON object in `attributes`, part of the row's
+               configuration when the audit pairs figures, and of its claim key
 
 Names are read with perfledger.vocabulary, as `calc` and the log parsers read them: a metric as printed ("MFU",
 "tokens/s/GPU"), a unit as printed ("TFLOP/s per GPU", "% (BF16 MFU)": converted to the metric's unit), a
@@ -18,6 +22,7 @@ ParseSummary.meta["refused"]; the other rows are kept. The source columns go to 
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -38,6 +43,7 @@ from perfledger.vocabulary import (
     read_precision,
     unit_factor,
     unit_peak,
+    unit_spellings,
 )
 
 REQUIRED = ("metric", "value", "unit", "model", "accelerator")
@@ -46,6 +52,9 @@ OPTIONAL = (
     "global_batch", "micro_batch", "strategy", "workload", "source_url", "source_date", "source_kind", "evidence",
     "locator", "note", "baseline",
 )
+INT_CONFIG = ("grad_accum", "tp", "pp", "dp", "ep", "cp")  # configuration columns of the result table, read as such
+FLOAT_CONFIG = ("sparsity",)
+KNOWN = frozenset((*REQUIRED, *OPTIONAL, *INT_CONFIG, *FLOAT_CONFIG))
 
 
 def _slug(text: str) -> str:
@@ -112,12 +121,15 @@ class ClaimsCsvParser(LogParser):
         return empty_steps()
 
     def _set_header(self, cells: list[str], lineno: int) -> None:
-        names = [c.strip().lower() for c in cells]
+        names = [c.strip().lower() if c.strip().lower() in KNOWN else c.strip() for c in cells]
         missing = [n for n in REQUIRED if n not in names]
         if not {"source_title", "source_id"} & set(names):
             missing.append("source_title or source_id")
         if missing:
             raise ParseError(self.file_name, lineno, f"claims CSV header lacks {', '.join(missing)}")
+        repeated = sorted({n for n in names if names.count(n) > 1 and n})
+        if repeated:
+            raise ParseError(self.file_name, lineno, f"claims CSV header names {', '.join(repeated)} twice")
         self.header = names
 
     def _record(self, row: dict[str, str]) -> ResultRecord:
@@ -149,6 +161,11 @@ class ClaimsCsvParser(LogParser):
             seq_len=self._int(row, "seq_len"),
             global_batch=self._int(row, "global_batch"),
             micro_batch=self._int(row, "micro_batch"),
+            grad_accum=self._int(row, "grad_accum"), tp=self._int(row, "tp"), pp=self._int(row, "pp"),
+            dp=self._int(row, "dp"), ep=self._int(row, "ep"), cp=self._int(row, "cp"),
+            sparsity=self._float(row, "sparsity"),
+            precision_as_printed=row.get("precision") or None,
+            attributes=attributes_json(row),
         )
 
     @staticmethod
@@ -165,8 +182,11 @@ class ClaimsCsvParser(LogParser):
             raise RowError("not a number", f"value {text!r} is not a finite number")
         factor = unit_factor(metric, unit)
         if factor is None:
+            known = unit_spellings(metric)
+            shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
             raise RowError("unknown unit", f"unit {unit!r} is not {metric.unit!r} (the unit of {metric.value}) "
-                                           "nor a known spelling of it")
+                                           f"nor a known spelling of it (known: {shown}); to add one, append "
+                                           f"'{metric.value},{unit},FACTOR' to data/units.csv")
         return value * factor
 
     @staticmethod
@@ -224,6 +244,15 @@ class ClaimsCsvParser(LogParser):
             raise RowError("not a number", f"{name} {text!r} is not a whole number within 64 bits")
         return value
 
+    @staticmethod
+    def _float(row: dict[str, str], name: str) -> float | None:
+        text = row.get(name, "").strip()
+        if not text:
+            return None
+        if (value := to_float(text, thousands=True)) is None:
+            raise RowError("not a number", f"{name} {text!r} is not a finite number")
+        return value
+
     def finish(self) -> ParseSummary:
         if self.header is None:
             raise ParseError(self.file_name, None, "empty claims CSV (no header)")
@@ -237,6 +266,17 @@ class ClaimsCsvParser(LogParser):
             skipped_lines=self.skipped_lines,
             meta={"sources": self.sources, "refused": dict(self.refused), "lines": self.lines},
         )
+
+
+def attributes_json(row: dict[str, str]) -> str | None:
+    """The row's further columns (those not in KNOWN) that hold a value, as a JSON object with sorted keys under
+    their printed names; None when there are none.
+
+    >>> attributes_json({"metric": "MFU", "Activation checkpointing": "selective op", "Hardware": ""})
+    '{"Activation checkpointing": "selective op"}'
+    """
+    extra = {k: v for k, v in row.items() if k not in KNOWN and k and v}
+    return json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
 
 
 PARSER = ClaimsCsvParser

@@ -4,8 +4,10 @@ Two checks per `model_tflops_per_device` claim:
 1. consistency: recomputed = tokens_per_s_per_device (same source and configuration) x FLOPs per token / 1e12;
    rel_diff = (reported - recomputed) / recomputed; consistent when |rel_diff| <= tolerance; "other convention"
    when only another named FLOPs formula reproduces it (NVIDIA halved causal attention in 2025).
-   Without a tokens/s row of its own, the claim is matched against every other source's tokens/s row for the
-   same model and accelerator, and the rows that reproduce it are named (the "797 per H100" case).
+   The tokens/s row is looked for first in the claim's own printed row (same source, locator and configuration),
+   then in the same configuration of the same source, and in other sources' rows of the same configuration only
+   when the rule asks for it (cross_source; the explanation then says so). Every verdict names its input (inputs).
+   A row printing step time, global batch, sequence length and devices gives a throughput (pairing.with_config_keys).
 2. plausibility: mfu = reported / dense peak of the stated precision (bf16 when unstated); above the ceiling
    the claim is "implausible" and the explanation says which precision would make it plausible.
 The two answers are separate columns: a claim can be consistent with its own tokens/s and still implausible.
@@ -26,6 +28,7 @@ import polars as pl
 
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
+from perfledger.calc import pairing
 from perfledger.errors import InvalidInput
 
 DEFAULT_TOLERANCE = 0.02
@@ -33,10 +36,11 @@ DEFAULT_MFU_CEILING = 0.70
 VERDICTS = ("consistent", "other convention", "inconsistent", "unchecked")
 CLAIM_METRIC = "model_tflops_per_device"
 THROUGHPUT_METRIC = "tokens_per_s_per_device"
-MATCH_KEYS = ("source_id", "model_id", "accelerator_id", "n_devices", "seq_len", "global_batch", "micro_batch",
-              "precision", "framework_version", "workload", "strategy", "tp", "pp", "cp", "ep")
-
-INPUT_COLUMNS = ("id", *MATCH_KEYS, "metric", "value", "unit")  # what audit_claims reads of a result row
+MATCH_KEYS = ("source_id", *pairing.CONFIG_COLUMNS)
+# what audit_claims reads of a result row (the _model/_accelerator keys are made from the ids and printed names)
+INPUT_COLUMNS = ("id", "source_id", "model_id", "accelerator_id", "model_as_printed", "accelerator_as_printed",
+                 *(c for c in pairing.CONFIG_COLUMNS if not c.startswith("_")),
+                 "locator", "metric", "value", "unit")
 
 AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "claim_id": pl.Int64(), "source_id": pl.String(), "model_id": pl.String(), "accelerator_id": pl.String(),
@@ -45,7 +49,7 @@ AUDIT_SCHEMA: dict[str, pl.DataType] = {
     "reported": pl.Float64(), "recomputed": pl.Float64(), "unit": pl.String(), "rel_diff": pl.Float64(),
     "tolerance": pl.Float64(), "mfu_at_stated_precision": pl.Float64(), "peak_used": pl.String(),
     "verdict": pl.String(), "plausibility": pl.String(), "formula": pl.String(), "tokens_per_s_per_device": pl.Float64(),
-    "explanation": pl.String(),
+    "explanation": pl.String(), "inputs": pl.String(),
 }
 
 
@@ -54,11 +58,14 @@ class AuditRule:
     tolerance: float = DEFAULT_TOLERANCE
     mfu_ceiling: float = DEFAULT_MFU_CEILING
     formula: str = fl.DEFAULT_FORMULA
+    cross_source: bool = False  # also pair a claim with other sources' rows of the same configuration
 
     def describe(self) -> str:
+        across = "; other sources' rows of the same configuration used when its own source has none" \
+            if self.cross_source else "; paired within the claim's own source only"
         return (f"consistent when |reported - recomputed| / recomputed <= {self.tolerance:.0%} "
                 f"(FLOPs: {fl.FORMULA_TITLES.get(self.formula, self.formula)}); implausible when MFU at the "
-                f"stated precision (bf16 when unstated) > {self.mfu_ceiling:.0%}")
+                f"stated precision (bf16 when unstated) > {self.mfu_ceiling:.0%}" + across)
 
 
 def relative_difference(reported: float, recomputed: float) -> float:
@@ -73,16 +80,16 @@ def relative_difference(reported: float, recomputed: float) -> float:
 def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                  rule: AuditRule = AuditRule()) -> pl.DataFrame:
     """One row per model-TFLOPS claim with reported, recomputed, rel_diff, tolerance, verdict and why."""
+    results = pairing.with_config_keys(results)
     claims = results.filter(pl.col("metric") == CLAIM_METRIC)
     if claims.height == 0:
         return pl.DataFrame(schema=AUDIT_SCHEMA)
-    keys = [k for k in MATCH_KEYS if k in results.columns]
     claims = _with_flops(claims.with_row_index("_row").with_columns(pl.col("value").cast(pl.Float64)), models, rule)
     throughput = results.filter((pl.col("metric") == THROUGHPUT_METRIC) & (pl.col("value") > 0)
                                 & pl.col("value").is_finite()).with_columns(pl.col("value").cast(pl.Float64))
-    own = _closest_same_config(claims, throughput, keys)
-    elsewhere = _closest_elsewhere(claims.join(own, on="_row", how="anti"), throughput, rule)
-    frame = (claims.join(own, on="_row", how="left").join(elsewhere, on="_row", how="left")
+    own = _closest_same_config(claims, throughput, pairing.config_keys(results, with_source=False),
+                               rule.cross_source)
+    frame = (claims.join(own, on="_row", how="left")
              .join(_peaks(claims, accelerators), on=["accelerator_id", "precision"], how="left", nulls_equal=True)
              .sort("_row"))
     frame = _verdicts(frame, rule)
@@ -140,30 +147,28 @@ def _abs_rel_diff(tps: str, f: str = "_f") -> pl.Expr:
     return ((pl.col("value") - _recomputed(tps, f)) / _recomputed(tps, f)).abs()
 
 
-def _closest_same_config(claims: pl.DataFrame, throughput: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Per claim with tokens/s rows equal on every MATCH_KEYS column (null matches null): the closest value and
-    how many rows share the configuration (_row, _n_same, _tps_same)."""
-    groups = throughput.group_by(keys, maintain_order=True).agg(
-        pl.len().alias("_n_same"), pl.col("value").unique(maintain_order=True).alias("_tps_same"))
-    candidates = (claims.filter(pl.col("_f").is_not_null()).select("_row", "value", "_f", *keys)
+def _closest_same_config(claims: pl.DataFrame, throughput: pl.DataFrame, keys: list[str],
+                         cross_source: bool) -> pl.DataFrame:
+    """Per claim with tokens/s rows of its configuration (equal on every key; null matches null): the closest value
+    within the nearest tier that has one (0: its own printed row, same source and locator; 1: its own source;
+    2: another source, only when cross_source), how many rows that tier holds and the row used
+    (_row, _n_same, _tps_same, _tier, _id_same, _src_same, _loc_same, _derived_same)."""
+    groups = (throughput.group_by([*keys, "source_id", "locator", "value"], maintain_order=True)
+              .agg(pl.len().alias("_count"), pl.col("id").first().alias("_id_same"),
+                   pl.col("_derived").first().alias("_derived_same"))
+              .rename({"value": "_tps_same", "source_id": "_src_same", "locator": "_loc_same"}))
+    candidates = (claims.filter(pl.col("_f").is_not_null()).select("_row", "value", "_f", "source_id", "locator", *keys)
                   .join(groups, on=keys, how="inner", nulls_equal=True, maintain_order="left")
-                  .explode("_tps_same"))
-    return _first_closest(candidates, "_tps_same").select("_row", "_n_same", "_tps_same")
-
-
-def _closest_elsewhere(claims: pl.DataFrame, throughput: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
-    """Per claim without a tokens/s row of its own: the closest row of any source for the same model and
-    accelerator that reproduces it within tolerance, and how many rows do (_row, _n_else, _tps_else, ...)."""
-    rows = (throughput.filter(pl.col("model_id").is_not_null() & pl.col("accelerator_id").is_not_null())
-            .group_by("model_id", "accelerator_id", "value", "source_id", "n_devices", maintain_order=True)
-            .agg(pl.len().alias("_count"))
-            .rename({"value": "_tps_else", "source_id": "_source_else", "n_devices": "_devices_else"}))
-    within = (claims.filter(pl.col("_f").is_not_null()).select("_row", "value", "_f", "model_id", "accelerator_id")
-              .join(rows, on=["model_id", "accelerator_id"], how="inner", maintain_order="left")
-              .filter(_abs_rel_diff("_tps_else") <= rule.tolerance))
-    counts = within.group_by("_row").agg(pl.col("_count").sum().alias("_n_else"))
-    best = _first_closest(within, "_tps_else").select("_row", "_tps_else", "_source_else", "_devices_else")
-    return best.join(counts, on="_row")
+                  .with_columns(_tier=pl.when(pl.col("_src_same") != pl.col("source_id")).then(2)
+                                .when((pl.col("_loc_same") == pl.col("locator")).fill_null(False)).then(0)
+                                .otherwise(1)))
+    if not cross_source:
+        candidates = candidates.filter(pl.col("_tier") < 2)
+    candidates = candidates.filter(pl.col("_tier") == pl.col("_tier").min().over("_row"))
+    counts = candidates.group_by("_row").agg(pl.col("_count").sum().alias("_n_same"))
+    return (_first_closest(candidates, "_tps_same")
+            .select("_row", "_tps_same", "_tier", "_id_same", "_src_same", "_loc_same", "_derived_same")
+            .join(counts, on="_row"))
 
 
 def _first_closest(candidates: pl.DataFrame, tps: str) -> pl.DataFrame:
@@ -201,7 +206,7 @@ def _peak_row(acc: Mapping[str, Any] | None, stated_precision: str | None) -> tu
 
 def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
     """recomputed, rel_diff, verdict, the other convention that reproduces an inconsistent claim, and MFU."""
-    tps = pl.coalesce("_tps_same", "_tps_else")
+    tps = pl.col("_tps_same")
     recomputed = tps * pl.col("_f") / 1e12
     other = pl.lit(None, dtype=pl.String)
     for name in reversed(_other_formulas(rule)):  # the first formula (in FORMULAS order) that reproduces it wins
@@ -216,10 +221,16 @@ def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
                    pl.when(pl.col("rel_diff").abs() <= rule.tolerance).then(pl.lit("consistent"))
                    .when(pl.col("_other").is_not_null()).then(pl.lit("other convention"))
                    .otherwise(pl.lit("inconsistent")))
-               .when(pl.col("_tps_else").is_not_null()).then(pl.lit("consistent"))
                .otherwise(pl.lit("unchecked")))
-    return frame.with_columns(verdict=verdict, plausibility=_plausibility(rule),
-                              peak_used=pl.col("_peak_used"))
+    inputs = pl.format("result {} ({}{}{})", pl.col("_id_same"), pl.col("_src_same"),
+                       pl.when(pl.col("_loc_same").is_not_null()).then(pl.lit(", ") + pl.col("_loc_same"))
+                       .otherwise(pl.lit("")),
+                       pl.when(pl.col("_derived_same")).then(pl.lit(_DERIVED)).otherwise(pl.lit("")))
+    return frame.with_columns(verdict=verdict, plausibility=_plausibility(rule), peak_used=pl.col("_peak_used"),
+                              inputs=pl.when(pl.col("_tps_same").is_not_null()).then(inputs))
+
+
+_DERIVED = "; tokens/s derived from its step time, global batch, sequence length and devices"
 
 
 def _plausibility(rule: AuditRule) -> pl.Expr:
@@ -242,7 +253,7 @@ def implausible_ids(claims: pl.DataFrame, accelerators: pl.DataFrame, rule: Audi
 
 
 _EXPLAIN_COLUMNS = ("verdict", "model_id", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
-                    "_tps_else", "_source_else", "_devices_else", "_n_else", "recomputed", "_peak_note",
+                    "_tier", "_src_same", "recomputed", "_peak_note",
                     "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload")
 PEFT_WORKLOADS = ("lora_finetune",)
 
@@ -255,12 +266,15 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
     if "workload" not in frame.columns:  # a results frame may leave it out: no workload-specific note then
         frame = frame.with_columns(workload=pl.lit(None, dtype=pl.String))
     narrow = frame.select(pl.col(c) if c != "_f_other" else f_other.alias(c) for c in _EXPLAIN_COLUMNS)
-    for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tps_else, source_else, devices_else,
-         n_else, recomputed, peak_note, plausibility, util, precision, fp8, workload) in narrow.iter_rows():
+    for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tier, src_same, recomputed, peak_note,
+         plausibility, util, precision, fp8, workload) in narrow.iter_rows():
         notes: list[str] = []
         if f is None:
             notes.append(f"no architecture for model {model_id!r} in the catalog: FLOPs unknown")
         elif tps_same is not None:
+            if tier == 2:
+                notes.append(f"its own source prints no tokens/s for this configuration; checked against {src_same} "
+                             "(cross-source pairing asked)")
             if n_same > 1:
                 notes.append(f"{n_same} tokens/s rows share this configuration; the closest was used")
             if verdict == "other convention":
@@ -269,13 +283,9 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
                              "instead")
             if verdict == "inconsistent" and workload in PEFT_WORKLOADS and recomputed:
                 notes.append(_peft_reason(value / recomputed))
-        elif tps_else is not None:
-            notes.append(
-                f"the claim states no throughput of its own; it matches {source_else} at {_fmt_int(devices_else)} "
-                f"devices ({tps_else:g} tokens/s/device -> {recomputed:.1f} TFLOP/s)"
-                + (f", one of {n_else} matching rows" if n_else > 1 else ""))
         else:
-            notes.append("no tokens/s figure for the same configuration, here or in any other source")
+            notes.append("no tokens/s figure for the same configuration in its own source"
+                         + (" or any other" if rule.cross_source else " (other sources not asked: --cross-source)"))
         if peak_note is not None:
             notes.append(peak_note)
         elif plausibility == "implausible":

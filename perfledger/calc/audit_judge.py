@@ -84,4 +84,4 @@ def claim_row(claim: Mapping[str, Any], reported: float, judgement: Judgement, u
             "rel_diff": rel, "tolerance": rule.tolerance, "mfu_at_stated_precision": None, "peak_used": None,
             "verdict": judgement.verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
             "tokens_per_s_per_device": tokens_per_s, "explanation": judgement.reason or "",
-            "convention": judgement.convention, "reason": judgement.reason}
+            "convention": judgement.convention, "reason": judgement.reason, "inputs": None}

@@ -9,12 +9,13 @@ Every verdict other than consistent carries a one-sentence reason. One row per c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from perfledger.calc import audit
+from perfledger.calc import audit, pairing
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc.conventions import DEFAULT, Convention, conventions
@@ -26,28 +27,72 @@ DEFAULT_RULE = audit.AuditRule()
 AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String()}
 
 
-def figures_by_config(results: pl.DataFrame, metrics: list[str]
-                      ) -> tuple[list[str], dict[tuple[Any, ...], dict[str, float]]]:
-    """The match keys present, and per configuration (their values) the first positive figure of each metric: what
-    a claim of that configuration is recomputed from. Grouped by Polars: a loop over 100,000 rows took 1.7 s."""
-    keys = [k for k in audit.MATCH_KEYS if k in results.columns]
+@dataclass(frozen=True, slots=True)
+class Basis:
+    """The first positive figure of each metric per printed row, per source configuration and per configuration
+    (source aside), each with how a verdict names it (pairing.describe_input)."""
+
+    keys: list[str]
+    by_row: dict[tuple[Any, ...], dict[str, tuple[float, str]]]
+    by_source: dict[tuple[Any, ...], dict[str, tuple[float, str]]]
+    by_config: dict[tuple[Any, ...], dict[str, tuple[float, str]]]
+
+    def for_claim(self, claim: Mapping[str, Any], cross_source: bool) -> tuple[dict[str, float], dict[str, str], int]:
+        """The figures a claim is recomputed from: its own printed row's over its source configuration's (tier 0/1),
+        else, when asked, another source's of the same configuration (tier 2); values, their names, the tier."""
+        key = tuple(claim.get(k) for k in self.keys)
+        own = self.by_source.get((*key, claim["source_id"]), {})
+        row = self.by_row.get((*key, claim["source_id"], claim.get("locator")), {}) if claim.get("locator") else {}
+        found, tier = {**own, **row}, 0 if row else 1
+        if not found and cross_source:
+            found, tier = self.by_config.get(key, {}), 2
+        return {k: v for k, (v, _) in found.items()}, {k: ref for k, (_, ref) in found.items()}, tier
+
+
+def figures_by_config(results: pl.DataFrame, metrics: list[str]) -> Basis:
+    """Per configuration (and per source, and per printed row) the first positive figure of each metric: what a claim
+    of that configuration is recomputed from. Grouped by Polars: a loop over 100,000 rows took 1.7 s."""
+    results = pairing.with_config_keys(results)
+    keys = pairing.config_keys(results, with_source=False)
     value = pl.col("value").cast(pl.Float64)
-    firsts = (results.filter(pl.col("metric").is_in(metrics), value > 0, value.is_not_nan())  # NaN sorts above 0 in Polars
-              .group_by([*keys, "metric"], maintain_order=True).agg(value.first()))
-    basis: dict[tuple[Any, ...], dict[str, float]] = {}
-    for *key, metric, first in firsts.iter_rows():
-        basis.setdefault(tuple(key), {})[metric] = float(first)
-    return keys, basis
+    rows = results.filter(pl.col("metric").is_in(metrics), value > 0, value.is_not_nan())  # NaN sorts above 0
+    out: list[dict[tuple[Any, ...], dict[str, tuple[float, str]]]] = []
+    for extra in (["source_id", "locator"], ["source_id"], []):
+        firsts = (rows.group_by([*keys, *extra, "metric"], maintain_order=True)
+                  .agg(value.first(), pl.col("id").first(), pl.col("source_id").first().alias("_src"),
+                       pl.col("locator").first().alias("_loc"), pl.col("_derived").first()))
+        index: dict[tuple[Any, ...], dict[str, tuple[float, str]]] = {}
+        for *key, metric, first, rid, src, loc, derived in firsts.iter_rows():
+            index.setdefault(tuple(key), {})[metric] = (float(first), pairing.describe_input(rid, src, loc, derived))
+        out.append(index)
+    return Basis(keys, *out)
+
+
+def with_inputs(row: dict[str, Any], refs: Mapping[str, str], tier: int, order: Sequence[str]) -> dict[str, Any]:
+    """An audit row with `inputs` (the figure its recomputation started from, the first of `order` it has) and,
+    when that figure is another source's, a reason that says so."""
+    used = next((refs[m] for m in order if m in refs), None)
+    row["inputs"] = used if row["verdict"] != "unchecked" or row["recomputed"] is not None else None
+    if tier == 2 and used is not None:
+        note = f"its own source prints no figure for this configuration; checked against {used} (cross-source " \
+            "pairing asked)"
+        row["reason"] = f"{note}; {row['reason']}" if row.get("reason") else note
+        row["explanation"] = row["reason"]
+    return row
 
 
 def audit_utilization(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                       rule: audit.AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per mfu/hfu claim: reported, recomputed, rel_diff, verdict, the reproducing convention, why."""
-    keys, basis = figures_by_config(results, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
+    results = pairing.with_config_keys(results)
+    basis = figures_by_config(results, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
-            for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
+    rows = []
+    for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True):
+        values, refs, tier = basis.for_claim(claim, rule.cross_source)
+        rows.append(with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier,
+                                (audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC)))
     return pl.DataFrame(rows, schema=AUDIT_COLUMNS)
 
 
@@ -91,7 +136,7 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
             "metric": claim["metric"], "reported": reported, "recomputed": recomputed, "unit": "fraction",
             "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
             "verdict": verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
-            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason}
+            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason, "inputs": None}
 
 
 def _basis(tps: float | None, tflops: float | None) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from perfledger.calc import audit, audit_mfu, metrics
+from perfledger.calc import audit, audit_mfu, metrics, pairing
 from perfledger.calc.audit_judge import DEFAULT, Candidate, Judgement, claim_row, judge
 from perfledger.calc.conventions import conventions
 from perfledger.errors import InvalidInput
@@ -64,11 +64,14 @@ def tokens_in(note: str | None) -> float | None:
 def audit_time_to_train(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                         rule: audit.AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per time-to-train claim (audit_mfu.AUDIT_COLUMNS): reported, recomputed, verdict, convention, why."""
-    keys, basis = audit_mfu.figures_by_config(results, list(BASIS_METRICS))
+    results = pairing.with_config_keys(results)
+    basis = audit_mfu.figures_by_config(results, list(BASIS_METRICS))
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    rows = [_audit_one(claim, basis.get(tuple(claim[k] for k in keys), {}), shapes, accels, rule)
-            for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)]
+    rows = []
+    for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True):
+        values, refs, tier = basis.for_claim(claim, rule.cross_source)
+        rows.append(audit_mfu.with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier, BASIS_METRICS))
     return pl.DataFrame(rows, schema=audit_mfu.AUDIT_COLUMNS)
 
 

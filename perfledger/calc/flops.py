@@ -1,6 +1,7 @@
 """Training FLOPs per token, by named formula (see the README's "How the numbers are computed").
 
-Notation: L layers, h hidden, h_kv = kv_heads * head_dim, f ffn hidden, V vocab, s sequence length,
+Notation: L layers, h hidden, a attention width = heads * head_dim (h when head_dim is not given),
+h_kv = kv_heads * head_dim, f ffn hidden, V vocab, s sequence length,
 k experts per token (MoE top-k), m MLP matrices (3 SwiGLU, 2 GELU), N parameters. Every formula counts
 forward + backward (x3) of multiply-adds (x2) and no activation recompute: model FLOPs, not hardware FLOPs.
 """
@@ -28,6 +29,7 @@ class ModelShape:
     moe_top_k: int = 1
     params: float | None = None  # total parameters, for the 6N family
     active_params: float | None = None  # MoE: parameters a token uses
+    head_dim: int | None = None  # when heads x head_dim is not hidden (Qwen3-235B: 64 x 128 = 8192, hidden 4096)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ModelShape:
@@ -46,11 +48,17 @@ class ModelShape:
             moe_top_k=int(row.get("moe_top_k") or 1),
             params=_positive_or_none(row.get("params")),
             active_params=_positive_or_none(row.get("active_params")),
+            head_dim=int(row["head_dim"]) if row.get("head_dim") else None,
         )
 
     @property
+    def attention(self) -> float:
+        """a: the width of the queries, scores and attention output (heads x head_dim, else hidden)."""
+        return self.heads * self.head_dim if self.head_dim else float(self.hidden)
+
+    @property
     def kv_hidden(self) -> float:
-        return self.hidden * self.kv_heads / self.heads
+        return self.attention * self.kv_heads / self.heads
 
     @property
     def mlp_matrices(self) -> int:
@@ -64,25 +72,25 @@ def _positive_or_none(value: Any) -> float | None:
 def nemo(shape: ModelShape, seq_len: int) -> float:
     """NeMo's llama2/gpt3 count before 2025-08-09 (= Megatron-LM 2024-03..2025-03): reproduces NVIDIA's tables.
 
-    F = 6 * [L * (2h^2 + 2*h*h_kv + m*h*f*k) + h*V] + 12*L*s*h       (FLOP per token)
+    F = 6 * [L * (2*h*a + 2*h*h_kv + m*h*f*k) + h*V] + 12*L*s*a       (FLOP per token)
 
     >>> from perfledger.calc.flops import LLAMA2_7B
     >>> round(nemo(LLAMA2_7B, 4096) / 1e9, 3)  # Llama 2 7B at s=4096 (formulas.md: 46.085 GFLOP/token)
     46.085
     """
-    return _dense_terms(shape) + 12 * shape.layers * seq_len * shape.hidden
+    return _dense_terms(shape) + 12 * shape.layers * seq_len * shape.attention
 
 
 def causal(shape: ModelShape, seq_len: int) -> float:
     """NeMo since 2025-08-09 and Megatron-LM since 2025-03-06: attention halved for the causal mask.
 
-    F = 6 * [L * (2h^2 + 2*h*h_kv + m*h*f*k) + h*V] + 6*L*s*h       (FLOP per token)
+    F = 6 * [L * (2*h*a + 2*h*h_kv + m*h*f*k) + h*V] + 6*L*s*a       (FLOP per token)
 
     >>> from perfledger.calc.flops import LLAMA2_7B
     >>> round(causal(LLAMA2_7B, 4096) / 1e9, 2)
     42.86
     """
-    return _dense_terms(shape) + 6 * shape.layers * seq_len * shape.hidden
+    return _dense_terms(shape) + 6 * shape.layers * seq_len * shape.attention
 
 
 def six_n(shape: ModelShape, seq_len: int) -> float:
@@ -100,18 +108,18 @@ def six_n(shape: ModelShape, seq_len: int) -> float:
 def palm(shape: ModelShape, seq_len: int) -> float:
     """PaLM Appendix B: 6N plus attention, no causal halving (N = active params incl. embeddings).
 
-    F = 6 * N + 12 * L * s * h                                      (FLOP per token)
+    F = 6 * N + 12 * L * s * a                                      (FLOP per token)
 
     >>> from perfledger.calc.flops import LLAMA2_7B
     >>> round(palm(LLAMA2_7B, 4096) / 1e9, 2)
     46.87
     """
-    return 6 * _params(shape) + 12 * shape.layers * seq_len * shape.hidden
+    return 6 * _params(shape) + 12 * shape.layers * seq_len * shape.attention
 
 
 def _dense_terms(shape: ModelShape) -> float:
     per_layer = (
-        2 * shape.hidden**2
+        2 * shape.hidden * shape.attention
         + 2 * shape.hidden * shape.kv_hidden
         + shape.mlp_matrices * shape.hidden * shape.ffn_hidden * shape.moe_top_k
     )

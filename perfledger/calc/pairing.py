@@ -192,3 +192,61 @@ def points_by_devices(computed: pl.DataFrame) -> pl.DataFrame:
                  pl.col("source").unique(maintain_order=True).str.join(", "),
                  pl.when(pl.len() <= 3).then(ids.cast(pl.String).str.join(", "))
                  .otherwise(pl.format("{} … {} ({} rows)", ids.first(), ids.last(), pl.len())).alias("result id")))
+
+
+# ------------------------------------------------------------------------------ what a claim is checked against
+# A claim's configuration: every column that changes what a figure measures. A model or accelerator not in the
+# catalog is told apart by its printed name ("32B model" is not "64B model"); `attributes` holds every further
+# column a claims file carried (activation checkpointing, slice layout ...), as one canonical JSON text.
+CONFIG_COLUMNS = ("_model", "_accelerator", "n_devices", "precision", "seq_len", "global_batch", "micro_batch",
+                  "grad_accum", "tp", "pp", "dp", "ep", "cp", "sparsity", "workload", "strategy",
+                  "framework_version", "attributes")
+STEP_TIME_METRIC = "step_time_s"
+DERIVED_THROUGHPUT = "tokens_per_s_per_device"
+
+
+def with_config_keys(results: pl.DataFrame) -> pl.DataFrame:
+    """The rows with _model and _accelerator (the catalog id, else "as printed: NAME"), _derived (False) and the
+    rows' own throughput where they print only step time: global batch x sequence length / step time / devices,
+    as a tokens/s/device row with the step-time row's id and _derived True (labelled derived wherever shown)."""
+    if "_model" in results.columns:
+        return results
+    frame = results.with_columns(_name_key(results, "model"), _name_key(results, "accelerator"), _derived=pl.lit(False))
+    if "locator" not in frame.columns:
+        frame = frame.with_columns(locator=pl.lit(None, dtype=pl.String))
+    needed = ("global_batch", "seq_len", "n_devices")
+    if not all(c in frame.columns for c in needed):
+        return frame
+    value = pl.col("value").cast(pl.Float64)
+    steps = frame.filter((pl.col("metric") == STEP_TIME_METRIC) & (value > 0) & value.is_finite()
+                         & pl.all_horizontal(pl.col(c).is_not_null() & (pl.col(c) > 0) for c in needed))
+    derived = steps.with_columns(
+        metric=pl.lit(DERIVED_THROUGHPUT), _derived=pl.lit(True),
+        value=(pl.col("global_batch") * pl.col("seq_len") / value / pl.col("n_devices")).cast(frame.schema["value"]))
+    return pl.concat([frame, derived.select(frame.columns)]) if derived.height else frame
+
+
+def _name_key(results: pl.DataFrame, kind: str) -> pl.Expr:
+    key = pl.col(f"{kind}_id") if f"{kind}_id" in results.columns else pl.lit(None, dtype=pl.String)
+    if f"{kind}_as_printed" in results.columns:
+        key = pl.coalesce(key, pl.lit("as printed: ") + pl.col(f"{kind}_as_printed"))
+    return key.alias(f"_{kind}")
+
+
+def config_keys(results: pl.DataFrame, *, with_source: bool = True) -> list[str]:
+    """The configuration columns present in `results` (source first when pairing within one source)."""
+    present = [c for c in CONFIG_COLUMNS if c in results.columns]
+    return ["source_id", *present] if with_source else present
+
+
+def describe_input(result_id: Any, source_id: Any, locator: Any, derived: bool = False) -> str:
+    """How a verdict names one figure it used: "result 12 (nvidia_blog, Table 2)"; "derived from" for a
+    throughput computed from the row's step time, batch, sequence length and devices.
+
+    >>> describe_input(12, "nv", "Table 2"), describe_input(3, "zoo", None, True)
+    ('result 12 (nv, Table 2)', 'result 3 (zoo; tokens/s derived from its step time, global batch, sequence length and devices)')
+    """
+    where = f"{source_id}, {locator}" if locator else f"{source_id}"
+    if derived:
+        where += "; tokens/s derived from its step time, global batch, sequence length and devices"
+    return f"result {result_id} ({where})"

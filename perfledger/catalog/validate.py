@@ -33,7 +33,7 @@ TABLES: dict[str, Table] = {"model": schema.model, "accelerator": schema.acceler
 PEAKS = ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops")
 _POSITIVE = {
     "model": ("params", "active_params", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-              "moe_experts", "moe_top_k", "seq_len"),
+              "moe_experts", "moe_top_k", "seq_len", "head_dim"),
     "accelerator": ("memory_gb", "mem_bw_tbps", *PEAKS, "tdp_w", "devices_per_package"),
 }
 
@@ -214,9 +214,11 @@ def shape_params(row: Mapping[str, Any], *, tied: bool) -> float | None:
     if any(not row.get(c) for c in ("layers", "hidden", "heads", "ffn_hidden", "vocab")):
         return None
     h, f, v = float(row["hidden"]), float(row["ffn_hidden"]), float(row["vocab"])
-    kv_hidden = h * float(row.get("kv_heads") or row["heads"]) / float(row["heads"])
+    head_dim = float(row.get("head_dim") or h / float(row["heads"]))
+    attention = head_dim * float(row["heads"])  # query width: hidden unless head_dim says otherwise
+    kv_hidden = head_dim * float(row.get("kv_heads") or row["heads"])
     mlp = (3 if row.get("ffn_kind") == "swiglu" else 2) * h * f * float(row.get("moe_experts") or 1)
-    return float(row["layers"]) * (2 * h * h + 2 * h * kv_hidden + mlp) + (1 if tied else 2) * v * h
+    return float(row["layers"]) * (2 * h * attention + 2 * h * kv_hidden + mlp) + (1 if tied else 2) * v * h
 
 
 def _params_remarks(row: Row) -> tuple[str, ...]:

@@ -30,7 +30,8 @@ CLAIM_KEY_FIELDS = ("source_id", "locator", "metric", "model_as_printed", "accel
                     "precision", "seq_len", "global_batch", "workload", "strategy")
 IMPORTED_KINDS = frozenset({SourceKind.UPLOAD.value, SourceKind.CLI.value})
 _COMPARED = ("value", "unit", "evidence", "note", "framework", "framework_version", "micro_batch", "baseline",
-             "model_id", "accelerator_id")
+             "model_id", "accelerator_id", "grad_accum", "tp", "pp", "dp", "ep", "cp", "sparsity",
+             "precision_as_printed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +51,28 @@ class ClaimsWrite:
         return text + (f"; {len(self.refused)} refused" if self.refused else "")
 
 
-def claim_key(record: ResultRecord) -> str:
-    """SHA-256 of the claim's key fields: the same figure from the same place, whatever its value."""
+def claim_key(record: ResultRecord, *, with_value: bool = False) -> str:
+    """SHA-256 of the claim's key fields: the same figure from the same place, whatever its value. Its further
+    configuration (attributes) is part of the key when it has any; `with_value` keys one end of a printed range
+    (several values under one key in one file) by its value too."""
     row = asdict(record)
-    payload = json.dumps(["claim", *(row[f] for f in CLAIM_KEY_FIELDS)], default=str)
+    fields = [row[f] for f in CLAIM_KEY_FIELDS]
+    if record.attributes:
+        fields.append(record.attributes)
+    if with_value:
+        fields += ["range", record.value]
+    payload = json.dumps(["claim", *fields], default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def claim_keys(records: Sequence[ResultRecord]) -> list[str]:
+    """Each record's key; records sharing a key with different values in one file (a printed range, "33% to
+    39%") are all kept, each keyed by its value as well, so none overwrites another and a re-import matches."""
+    plain = [claim_key(r) for r in records]
+    values: dict[str, set[float]] = {}
+    for key, record in zip(plain, records, strict=True):
+        values.setdefault(key, set()).add(record.value)
+    return [claim_key(r, with_value=True) if len(values[k]) > 1 else k for k, r in zip(plain, records, strict=True)]
 
 
 def token_hash(token: str) -> str:
@@ -92,9 +110,9 @@ def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Se
     known = catalog_from(conn)
     rows: dict[str, dict[str, Any]] = {}
     linked = [link_record(replace(record, run_id=run_id), known) for record in keep]
-    for record, linked_record in zip(keep, linked, strict=True):
+    for key, linked_record in zip(claim_keys(keep), linked, strict=True):
         row = asdict(linked_record)
-        row["row_key"] = claim_key(record)
+        row["row_key"] = key
         rows[row["row_key"]] = row
     stored = _stored(conn, list(rows))
     added = [row for key, row in rows.items() if key not in stored]

@@ -19,7 +19,7 @@ from perfledger import schema
 from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
 from perfledger.catalog.record import Catalog
 from perfledger.errors import StoreError
-from perfledger.records import STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
+from perfledger.records import LATE_RESULT_FIELDS, STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
 from perfledger.store.bulk import insert_parquet
 from perfledger.store.catalog_table import catalog_from
 from perfledger.store.claims import ClaimsWrite, upsert_claims
@@ -142,7 +142,8 @@ def _insert_new(conn: Connection, table: sa.Table) -> sa.Insert:
 
 def result_row_key(record: ResultRecord) -> str:
     """SHA-256 of the record's canonical JSON: the same number from the same place is stored once."""
-    payload = json.dumps(asdict(record), sort_keys=True, default=str)
+    row = {k: v for k, v in asdict(record).items() if k not in LATE_RESULT_FIELDS or v is not None}
+    payload = json.dumps(row, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics
+from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics, pairing
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
 from perfledger.views.remembered import by_content, until_written
 
@@ -19,7 +19,8 @@ VERDICTS = audit.VERDICTS
 # Every claim kind the audit checks and the rows it recomputes them from; the note states a time claim's tokens,
 # the baseline a speedup's device count.
 AUDITED_METRICS = {audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC, *audit_mfu.CLAIM_METRICS, *audit_time.CLAIM_METRICS,
-                   *audit_time.BASIS_METRICS, *audit_scaling.CLAIM_METRICS, *audit_scaling.THROUGHPUT_METRICS}
+                   *audit_time.BASIS_METRICS, *audit_scaling.CLAIM_METRICS, *audit_scaling.THROUGHPUT_METRICS,
+                   pairing.STEP_TIME_METRIC}  # a row's step time gives its throughput (derived)
 INPUT_COLUMNS = (*audit.INPUT_COLUMNS, "note", "baseline")
 
 
@@ -31,14 +32,16 @@ class AuditView:
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
     tolerance: float = u.key("tol", audit.DEFAULT_TOLERANCE, low=0.0, high=1.0)
     workload: str = u.key("w", ALL_WORKLOADS, choices=WORKLOADS)
+    cross_source: bool = u.key("xs", False)  # also pair claims with other sources' rows of the same configuration
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
         scope = ", ".join([*self.verdicts, *self.sources, *self.models]) or "every claim"
-        return f"Claims checked against recomputation ({scope}; tolerance {self.tolerance:.0%})"
+        across = "; other sources' figures used where a claim's own has none" if self.cross_source else ""
+        return f"Claims checked against recomputation ({scope}; tolerance {self.tolerance:.0%}{across})"
 
     def rule(self) -> audit.AuditRule:
-        return audit.AuditRule(tolerance=self.tolerance, formula=self.formula)
+        return audit.AuditRule(tolerance=self.tolerance, formula=self.formula, cross_source=self.cross_source)
 
 
 def audit_rule(state: AuditView) -> audit.AuditRule:

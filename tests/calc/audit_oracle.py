@@ -6,21 +6,20 @@ give the same frame. The rule, schema and number formats are the real module's; 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
 
-from perfledger.calc import audit
+from perfledger.calc import audit, pairing
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc.audit import (
     AUDIT_SCHEMA,
-    MATCH_KEYS,
     PEFT_WORKLOADS,
     AuditRule,
-    _fmt_int,
     _peft_reason,
     relative_difference,
 )
@@ -32,10 +31,12 @@ DEFAULT_RULE = AuditRule()
 def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
                  rule: AuditRule = DEFAULT_RULE) -> pl.DataFrame:
     """One row per model-TFLOPS claim with reported, recomputed, rel_diff, tolerance, verdict and why."""
+    results = pairing.with_config_keys(results)
     flops = _Flops({row["id"]: row for row in models.iter_rows(named=True)})
     accels = {row["id"]: row for row in accelerators.iter_rows(named=True)}
     claims = results.filter(pl.col("metric") == "model_tflops_per_device")
-    throughput = _Throughput(results.filter(pl.col("metric") == "tokens_per_s_per_device"))
+    throughput = _Throughput(results.filter(pl.col("metric") == "tokens_per_s_per_device"),
+                             pairing.config_keys(results, with_source=False))
     rows = [_audit_one(claim, throughput, flops, accels, rule) for claim in claims.iter_rows(named=True)]
     if not rows:
         return pl.DataFrame(schema=AUDIT_SCHEMA)
@@ -43,28 +44,31 @@ def audit_claims(results: pl.DataFrame, models: pl.DataFrame, accelerators: pl.D
 
 
 class _Throughput:
-    """The tokens/s rows a claim can be checked against, indexed once (a claim's lookups are then O(1))."""
+    """The tokens/s rows a claim can be checked against, indexed once by configuration (source aside)."""
 
-    def __init__(self, rows: pl.DataFrame) -> None:
+    def __init__(self, rows: pl.DataFrame, keys: list[str]) -> None:
+        self.keys = keys
         self.by_config: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-        self.by_model_accelerator: dict[tuple[Any, Any], list[dict[str, Any]]] = defaultdict(list)
         for row in rows.iter_rows(named=True):
-            self.by_config[_config_key(row)].append(row)
-            self.by_model_accelerator[(row["model_id"], row["accelerator_id"])].append(row)
+            if row["value"] is not None and math.isfinite(row["value"]) and row["value"] > 0:
+                self.by_config[tuple(row.get(k) for k in keys)].append(row)
 
-    def same_config(self, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """Rows equal to the claim on every MATCH_KEYS column (a missing value matches only a missing value)."""
-        return self.by_config.get(_config_key(claim), [])
-
-    def same_model_and_accelerator(self, claim: Mapping[str, Any]) -> list[dict[str, Any]]:
-        model, accelerator = claim.get("model_id"), claim.get("accelerator_id")
-        if model is None or accelerator is None:
-            return []
-        return self.by_model_accelerator.get((model, accelerator), [])
-
-
-def _config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(key) for key in MATCH_KEYS)
+    def nearest_tier(self, claim: Mapping[str, Any], cross_source: bool) -> tuple[int, list[dict[str, Any]]]:
+        """The rows of the claim's printed row (0), else of its source (1), else of other sources (2, only when
+        asked): equal to the claim on every configuration column (a missing value matches only a missing one)."""
+        rows = self.by_config.get(tuple(claim.get(k) for k in self.keys), [])
+        tiers: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            if row["source_id"] != claim["source_id"]:
+                tiers[2].append(row)
+            elif claim.get("locator") is not None and row.get("locator") == claim.get("locator"):
+                tiers[0].append(row)
+            else:
+                tiers[1].append(row)
+        for tier in (0, 1, 2) if cross_source else (0, 1):
+            if tiers[tier]:
+                return tier, tiers[tier]
+        return -1, []
 
 
 def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
@@ -73,7 +77,7 @@ def _audit_one(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flops,
                                                        "workload", "precision", "seq_len", "metric", "unit")}
     row |= {"claim_id": claim.get("id"), "reported": claim["value"], "tolerance": rule.tolerance,
             "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula), "recomputed": None, "rel_diff": None,
-            "tokens_per_s_per_device": None, "mfu_at_stated_precision": None, "peak_used": None}
+            "tokens_per_s_per_device": None, "mfu_at_stated_precision": None, "peak_used": None, "inputs": None}
     notes: list[str] = []
     verdict = _consistency(claim, throughput, flops, rule, row, notes)
     row["verdict"] = verdict
@@ -98,18 +102,27 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flop
     if f is None:
         notes.append(f"no architecture for model {claim.get('model_id')!r} in the catalog: FLOPs unknown")
         return "unchecked"
-    pairs = throughput.same_config(claim)
-    if pairs:
-        best = min((p["value"] for p in pairs), key=lambda tps: abs(relative_difference(claim["value"], m.model_tflops(tps, f))))
-        recomputed = m.model_tflops(best, f)
-        diff = relative_difference(claim["value"], recomputed)
-        row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best}
-        if len(pairs) > 1:
-            notes.append(f"{len(pairs)} tokens/s rows share this configuration; the closest was used")
-        if abs(diff) <= rule.tolerance:
-            return "consistent"
-        return _other_convention(claim, best, flops, rule, notes)
-    return _match_elsewhere(claim, throughput, f, rule, row, notes)
+    tier, pairs = throughput.nearest_tier(claim, rule.cross_source)
+    if not pairs:
+        notes.append("no tokens/s figure for the same configuration in its own source"
+                     + (" or any other" if rule.cross_source else " (other sources not asked: --cross-source)"))
+        return "unchecked"
+    best = min(pairs, key=lambda p: abs(relative_difference(claim["value"], m.model_tflops(p["value"], f))))
+    recomputed = m.model_tflops(best["value"], f)
+    diff = relative_difference(claim["value"], recomputed)
+    derived = "; tokens/s derived from its step time, global batch, sequence length and devices" \
+        if best["_derived"] else ""
+    where = f", {best['locator']}" if best.get("locator") is not None else ""
+    row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best["value"],
+            "inputs": f"result {best['id']} ({best['source_id']}{where}{derived})"}
+    if tier == 2:
+        notes.append(f"its own source prints no tokens/s for this configuration; checked against {best['source_id']} "
+                     "(cross-source pairing asked)")
+    if len(pairs) > 1:
+        notes.append(f"{len(pairs)} tokens/s rows share this configuration; the closest was used")
+    if abs(diff) <= rule.tolerance:
+        return "consistent"
+    return _other_convention(claim, best["value"], flops, rule, notes)
 
 
 def _other_convention(claim: Mapping[str, Any], tps: float, flops: _Flops,
@@ -129,27 +142,6 @@ def _other_convention(claim: Mapping[str, Any], tps: float, flops: _Flops,
     if claim.get("workload") in PEFT_WORKLOADS and f_rule:
         notes.append(_peft_reason(claim["value"] / m.model_tflops(tps, f_rule)))
     return "inconsistent"
-
-
-def _match_elsewhere(claim: Mapping[str, Any], throughput: _Throughput, f: float, rule: AuditRule,
-                     row: dict[str, Any], notes: list[str]) -> str:
-    matches = []
-    for other in throughput.same_model_and_accelerator(claim):
-        recomputed = m.model_tflops(other["value"], f)
-        diff = relative_difference(claim["value"], recomputed)
-        if abs(diff) <= rule.tolerance:
-            matches.append((abs(diff), other, recomputed, diff))
-    if not matches:
-        notes.append("no tokens/s figure for the same configuration, here or in any other source")
-        return "unchecked"
-    _, other, recomputed, diff = min(matches, key=lambda t: t[0])
-    row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": other["value"]}
-    notes.append(
-        f"the claim states no throughput of its own; it matches {other['source_id']} at "
-        f"{_fmt_int(other.get('n_devices'))} devices ({other['value']:g} tokens/s/device -> {recomputed:.1f} TFLOP/s)"
-        + (f", one of {len(matches)} matching rows" if len(matches) > 1 else "")
-    )
-    return "consistent"
 
 
 def _plausibility(claim: Mapping[str, Any], accels: Mapping[str, Mapping[str, Any]], rule: AuditRule,

@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
-from perfledger.calc.audit import audit_claims
+from perfledger.calc.audit import AuditRule, audit_claims
 from perfledger.figures import compute
 
 NEMO = "nv_blog_nemo_h200_2023"
@@ -75,9 +75,13 @@ def test_audit_marks_each_nemo_tflops_claim_consistent_and_h200_ones_fp8_only(se
     assert set(llama.filter(pl.col("accelerator_id") == "a100-80gb")["plausibility"]) == {"plausible"}
 
 
-def test_audit_traces_797_tflops_per_h100_to_the_512_gpu_run(seeded_engine: Engine) -> None:
-    audit = audit_claims(store.results(seeded_engine), store.models(seeded_engine),
-                         store.accelerators(seeded_engine))
-    claim = audit.filter((pl.col("source_id") == NEMO) & (pl.col("reported") == 797)).row(0, named=True)
-    assert claim["verdict"] == "consistent"
-    assert "at 512 devices" in claim["explanation"]
+def test_the_797_tflops_claim_is_not_paired_with_another_sources_fp8_run_of_another_setup(
+        seeded_engine: Engine) -> None:
+    """Issue 33: the blog's 797 TFLOPS (precision and devices unstated) used to be "consistent" with another
+    source's FP8 run at 512 GPUs; another setup is no input, even when other sources are asked for."""
+    for cross in (False, True):
+        audit = audit_claims(store.results(seeded_engine), store.models(seeded_engine),
+                             store.accelerators(seeded_engine), AuditRule(cross_source=cross))
+        claim = audit.filter((pl.col("source_id") == NEMO) & (pl.col("reported") == 797)).row(0, named=True)
+        assert claim["verdict"] == "unchecked" and claim["inputs"] is None
+        assert "no tokens/s figure for the same configuration in its own source" in claim["explanation"]
