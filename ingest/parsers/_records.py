@@ -157,7 +157,7 @@ class StepRecords:
             pl.when((step == step.round(0)) & (step.abs() < 2.0**62)).then(step).cast(pl.Int64).alias("_s"),
             *(e.alias(c) for c, e in columns.items()),
             (pl.any_horizontal(training) & ~evaluation).alias("_training"),
-            (pl.any_horizontal(training) & evaluation).alias("_eval"), summary.is_not_null().alias("_summary"))
+            evaluation.alias("_eval"), summary.is_not_null().alias("_summary"))
         rows = self._set_aside(rows)
         if rows.height == 0:
             return step_frame_from_columns({}, 0)

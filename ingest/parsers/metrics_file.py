@@ -15,6 +15,7 @@ FILE:LINE: reason. Text values stay text (a duration "0:02:12", a "5/1000" step)
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +33,12 @@ from perfledger.vocabulary import LogFormat
 
 DELIMITERS = (",", "\t")
 _SNIFF_KEYS = ("step", "step_time_s", "elapsed_s", "wall_time")
+
+
+def _first_lines(text: str, count: int) -> Iterator[str]:
+    """The first `count` lines that are not blank, stripped (a stray line may stand before a file's own)."""
+    lines = (line.lstrip("\ufeff").strip() for line in text.split("\n"))
+    return itertools.islice((line for line in lines if line), count)
 
 
 def first_line(text: str) -> str:
@@ -102,12 +109,12 @@ class MetricsFileParser(LogParser):
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
         line = first_line(head)
-        obj = _json_object(line)
-        if obj is not None:
-            return looks_like_records(list(obj))
-        if line.startswith("{"):
+        if _json_object(line) is None and line.startswith("{"):
             return _document_looks_like_steps(_document_names(head))
-        return _header(line) is not None
+        if _header(line) is not None:
+            return True
+        records = (obj for text in _first_lines(head, 20) if (obj := _json_object(text)) is not None)
+        return any(looks_like_records(list(obj)) for obj in itertools.islice(records, 1))
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -152,6 +159,9 @@ class MetricsFileParser(LogParser):
                 self.mode = "jsonl" if _json_object(text) is not None else "columns"
                 return lines[offset:], first_lineno + offset
             header = self.header(text)
+            if header is None and any(_json_object(line.strip()) for line in lines[offset + 1:offset + 20]):
+                self.problem(first_lineno + offset, f"not a record of the {self.kind_name}; skipped")
+                continue  # a stray line before the first JSON record
             if header is None:
                 raise ParseError(self.file_name, first_lineno + offset,
                                  f"not a {self.kind_name} header (no step and training columns it knows)")

@@ -85,3 +85,22 @@ def test_random_text_is_unknown_and_the_error_lists_every_format() -> None:
         detect_format("lorem ipsum dolor sit amet\n" * 50, file_name="notes.txt")
     for fmt in LogFormat:
         assert fmt.value in str(err.value)
+
+
+def test_mllog_events_make_a_file_mlperf_however_many_framework_lines_come_first() -> None:
+    """An MLPerf result whose launcher printed 64 KiB of NeMo progress before its first event (it was read as NeMo
+    and refused for no training step)."""
+    raw = (LOGS / "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt").read_bytes()
+    nemo = next(line for line in (LOGS / "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log").read_bytes().splitlines()
+                if b"reduced_train_loss" in line)
+    preamble = b"\n".join([nemo] * (70_000 // len(nemo) + 1)) + b"\n"
+    assert detect_head(preamble + raw, file_name="result_0.txt").format.value == "mlperf"
+    assert detect_head(preamble + raw[:400], file_name="result_0.txt").format.value == "nemo"  # a line or two: not
+
+
+def test_a_generic_reader_yields_to_a_format_that_claims_the_file() -> None:
+    """Megatron's iteration lines are name: value pairs too; the key-value reader reads only what no format claims."""
+    raw = (LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out").read_bytes()
+    assert detect_head(raw, file_name="x.out").format.value == "megatron"
+    verl = b"step:1 - actor/pg_loss:0.1 - timing_s/step:10.5\n" * 5
+    assert detect_head(verl, file_name="x.log").format.value == "key_value"

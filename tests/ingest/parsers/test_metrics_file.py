@@ -82,7 +82,7 @@ def test_a_lightning_csv_logger_file_reads_its_training_rows_and_sets_validation
     assert steps.height == 20
     assert steps["lr"].unique().to_list() == [0.001]
     assert steps["step_time_s"][1:].to_list() == pytest.approx([0.5] * 19)  # timestamps 25 s apart, 50 steps
-    assert summary.meta["records_set_aside"] == {"record without a training figure": 1}
+    assert summary.meta["records_set_aside"] == {"evaluation record": 1}
 
 
 def test_a_tab_separated_file_is_read_like_a_csv() -> None:
