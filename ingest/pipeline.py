@@ -269,7 +269,7 @@ def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_nam
                                          if f.name in stored.config}))
     after = resolve_config(hint.apply(before, given))
     changed = hint.changes(before, after)
-    parsed = ParseSummary(format=LogFormat(stored.format), config=after,
+    parsed = ParseSummary(format=LogFormat(stored.format), config=after, meta=stored.config.get("format_meta") or {},
                           warnings=parser_warnings(stored.warnings) + given.warnings)
     rule_fields = {f.name for f in fields(SteadyRule)}
     rule = SteadyRule(**{k: v for k, v in ((stored.summary or {}).get("rule") or {}).items() if k in rule_fields})

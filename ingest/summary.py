@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.parsers._records import step_time_source_text
 from ingest.printed import RunFigure, derived_results, run_figures
 from perfledger import catalog
 from perfledger.calc import flops as fl
@@ -59,6 +60,7 @@ class RunSummary:
     launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
     launch: int | None = None  # the launch summarised (the longest)
     phases: dict[str, float] = field(default_factory=dict)  # an RLHF step's parts (perfledger.calc.phases)
+    step_time_source: str | None = None  # where the step times came from, in words, when the reader says
 
     def launches_json(self) -> list[dict[str, Any]]:
         return [span.as_dict() | {"summarised": span.launch == self.launch} for span in self.launches]
@@ -85,6 +87,7 @@ class RunSummary:
             "peak": self.peak,
             "rule": s.rule.as_dict() if s else SteadyRule().as_dict(),
             "rule_text": (s.rule if s else SteadyRule()).describe(),
+            "step_time_source": self.step_time_source,
         } | self.phases
         return {k: _finite(v) for k, v in out.items()}
 
@@ -188,6 +191,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
         launches=launches, launch=launch, phases=phases,
+        step_time_source=step_time_source_text(parsed.meta.get("step_time_source") or {}),
     )
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.streams import printable
-from perfledger.errors import PerfledgerError
+from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
@@ -41,6 +41,20 @@ POLL_S = 0.25
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
 # pools, a 200 KB log mapped 1.35 GB (2 cores); two arenas: 0.5 GB, the same resident memory.
 CHILD_ENV = {"MALLOC_ARENA_MAX": "2"}
+
+
+# parse errors the page tells apart (a file's names may be mapped to the key vocabulary), kept across the process
+_KINDS: dict[str, type[ParseError]] = {"ParseError": ParseError, "UnknownFormat": UnknownFormat,
+                                       "NoKnownNames": NoKnownNames}
+
+
+def _error(result: dict[str, Any]) -> PerfledgerError:
+    """The child's error as the parent raises it: of the same kind where it was a parse error."""
+    kind = _KINDS.get(str(result.get("kind")))
+    if kind is None:
+        return PerfledgerError(str(result["error"]))
+    line = result.get("line")
+    return kind(str(result.get("file")), line if isinstance(line, int) else None, str(result.get("reason")))
 
 
 class IngestStopped(PerfledgerError):
@@ -102,7 +116,7 @@ class Job:
                                 "nothing was stored")
         result = _read_json(self.folder / "result.json")
         if result.get("error"):
-            raise PerfledgerError(str(result["error"]))
+            raise _error(result)
         if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
             raise IngestStopped(f"the upload needed more than {self.limits.memory_mb} MB of memory to {verb} and was "
                                 "stopped; nothing was stored")
@@ -262,7 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         result = {"memory": True}
     except PerfledgerError as exc:
-        result = {"error": str(exc)}
+        result = {"error": str(exc)} | (
+            {"kind": type(exc).__name__, "file": exc.file_name, "line": exc.line, "reason": exc.reason}
+            if isinstance(exc, ParseError) else {})
     (args.folder / "result.json").write_text(json.dumps(result, default=str))
     return 0 if "ok" in result else 1
 

@@ -3,6 +3,7 @@
 * PerfledgerError
   * ParseError          a file could not be read (file_name, line, reason)
     * UnknownFormat     no parser recognises the content
+    * NoKnownNames      a file read through the key vocabulary holds no step it knows the names of
     * FileTooLarge      the upload limit, measured after gunzip
   * DataFileError       a curated CSV under data/ is malformed (file, line, reason)
   * UnknownId           an accelerator or model name that resolves to nothing (lists the nearest ids)
@@ -33,6 +34,10 @@ class ParseError(PerfledgerError):
 
 
 class UnknownFormat(ParseError):
+    pass
+
+
+class NoKnownNames(ParseError):
     pass
 
 

@@ -22,12 +22,12 @@ import streamlit as st
 from ingest import pipeline, worker
 from ingest.hints import hints_for
 from perfledger import store
-from perfledger.errors import PerfledgerError
+from perfledger.errors import NoKnownNames, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, more_problems
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
 from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
-from screens import _ui
+from screens import _keymap, _ui
 
 # Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
 HELD = "upload_prepared"  # (SHA-256 of the uploaded bytes + the choices, its worker.Prepared)
@@ -35,6 +35,7 @@ WORKING = "upload_working"  # (SHA-256 of the uploaded bytes + the choices, the 
 STATED = "upload_stated"  # (SHA-256 of the uploaded bytes, the up.Choices its log states)
 CHOSEN = "upload_chosen"  # (SHA-256 of the uploaded bytes, the up.Choices the preview was prepared with)
 STORED = "upload_stored"  # (SHA-256 of the uploaded bytes, the run they were stored as from this session)
+MAPPED = frozenset({"metrics", "key_value", "wandb_history", "composer"})  # formats read through the key vocabulary
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
 
 
@@ -60,7 +61,8 @@ def show_preview(pre: PreparedRun) -> None:
     m[4].metric("Jitter (CV)", _fmt(ss["jitter_cv"], ".3f"))
     if ss["first_step"] is not None:
         st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
-                   f"{ss['stalls']} stalls excluded); {ss['rule_text']}")
+                   f"{ss['stalls']} stalls excluded); {ss['rule_text']}"
+                   + (f" · step time: {ss['step_time_source']}" if ss.get("step_time_source") else ""))
     if pre.warnings:  # written for the command line too: its flags read as the form's selectors
         st.info("\n".join(f"- {_ui.plain(up.for_the_form(w))}" for w in pre.warnings), icon=":material/info:")
     if pre.problems:
@@ -260,7 +262,8 @@ def upload_panel(page: Page[Any]) -> None:
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
         if not token_unlocks_writing(_ui.key(page, "tok")):
             return
-        f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf… (gzip ok, up to "
+        f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf, TensorBoard, metrics files "
+                             f"(JSONL, CSV), console logs… (gzip ok, up to "
                              f"{cfg.max_upload_mb} MB)", key=_ui.key(page, "file"))
         if f is None:
             drop_held(st.session_state)
@@ -281,11 +284,15 @@ def upload_panel(page: Page[Any]) -> None:
         except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
             done()
             st.error(str(exc), icon=":material/error:")
+            if isinstance(exc, UnknownFormat | NoKnownNames):  # its names may be mapped to the vocabulary
+                _keymap.mapping_panel(page, raw, digest, lambda: drop_held(st.session_state), expanded=True)
             return
         done()
         if _held_for(st.session_state, STATED, digest) is None:
             st.session_state[STATED] = (digest, up.stated(pre.config))  # the first parse: nothing chosen yet
         show_preview(pre)
+        if pre.format in MAPPED:
+            _keymap.mapping_panel(page, raw, digest, lambda: drop_held(st.session_state))
         if existing is not None:
             restate_panel(page, db, existing, digest)
             return

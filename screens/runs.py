@@ -75,7 +75,9 @@ else:
     m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
     m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
     m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
-    st.caption(summary.rule.describe() + " · the shaded band is the steady window")
+    source = (row.summary or {}).get("step_time_source")
+    st.caption(summary.rule.describe() + " · the shaded band is the steady window"
+               + (_ui.plain(f" · step time: {source}") if source else ""))
     if (parts := rv.rlhf_parts(row)) is not None:
         st.caption(_ui.plain(parts))
     for flag in views.not_steady(summary):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -28,10 +29,21 @@ from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabula
 
 TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
             "reported_tokens_per_s_per_device")
+# what a step time was taken from (ParseSummary.meta["step_time_source"]: source -> steps), in words
 STEP_TIME_SOURCES = {"logged": "logged per step",
                      "interval": "the time each record gives since the one before, over the steps between them",
                      "elapsed": "wall clock from the run time the records carry, over the steps between them",
                      "wall": "wall clock from the records' timestamps, over the steps between them"}
+
+
+def step_time_source_text(counts: Mapping[str, int]) -> str | None:
+    """Where a run's step times came from, in words, each source with its step count; None when none is said."""
+    said = [(STEP_TIME_SOURCES[k], n) for k, n in counts.items() if k in STEP_TIME_SOURCES and n]
+    if not said:
+        return None
+    if len(said) == 1:
+        return said[0][0]
+    return "; ".join(f"{text} ({n:,} steps)" for text, n in said)
 
 _HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 _UNITS = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hours?|hr|m|min|mins|minutes?|s|secs?|seconds?|ms)\b")

@@ -28,7 +28,7 @@ import polars as pl
 
 from ingest.parsers._records import StepRecords
 from ingest.parsers.base import LogParser
-from perfledger.errors import ParseError
+from perfledger.errors import NoKnownNames
 from perfledger.metric_keys import Vocabulary, load_vocabulary
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
@@ -120,7 +120,7 @@ class KeyValueLogParser(LogParser):
     def finish(self) -> ParseSummary:
         records = self.records
         if records.rows == 0:
-            raise ParseError(self.file_name, None, "no lines of `name: value` pairs with a step and a training figure "
+            raise NoKnownNames(self.file_name, None, "no lines of `name: value` pairs with a step and a training figure "
                                                    "the key vocabulary knows; add its names with "
                                                    "`python -m perfledger keys add`")
         warnings = [n for n in (records.step_time_note(), records.set_aside_note()) if n]

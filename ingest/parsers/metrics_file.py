@@ -26,7 +26,7 @@ import polars as pl
 from ingest.parsers._common import load_json
 from ingest.parsers._records import StepRecords
 from ingest.parsers.base import LogParser
-from perfledger.errors import ParseError
+from perfledger.errors import NoKnownNames, ParseError
 from perfledger.metric_keys import load_vocabulary
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
@@ -312,7 +312,7 @@ class MetricsFileParser(LogParser):
             self.tail = records.steps(self._columns())
             self.document.clear()
         if records.rows == 0:
-            raise ParseError(self.file_name, None, self.no_rows_reason())
+            raise NoKnownNames(self.file_name, None, self.no_rows_reason())
         return ParseSummary(
             format=self.format,
             config=RunConfig(framework=records.framework or self.default_framework(), micro_batch=records.micro_batch),

@@ -38,7 +38,7 @@ from ingest.parsers._common import (
 from ingest.parsers._hf import summary_results
 from ingest.parsers._tfrecord import MAX_RECORD_BYTES, RecordReader, Walk, is_event_file
 from ingest.parsers.base import LogParser
-from perfledger.errors import ParseError
+from perfledger.errors import NoKnownNames, ParseError
 from perfledger.metric_keys import STEP_COLUMNS, TEXT_UNITS, Vocabulary, load_vocabulary
 from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat
@@ -272,7 +272,7 @@ class TensorBoardParser(LogParser):
     def finish(self) -> ParseSummary:
         if self.steps == 0:
             where = self.problems[0].line if self.problems else None
-            raise ParseError(self.file_name, where, f"no training scalars the key vocabulary knows ('lm loss', "
+            raise NoKnownNames(self.file_name, where, f"no training scalars the key vocabulary knows ('lm loss', "
                                                     f"'train/loss', 'perf/step_time_seconds', ...) in "
                                                     f"{self.records:,} event records; add a tag with "
                                                     "`python -m perfledger keys add`")
@@ -326,7 +326,10 @@ class TensorBoardParser(LogParser):
         return {frameworks[tag] for tag in self.tags_used if tag in frameworks}
 
     def _meta(self) -> dict[str, Any]:
-        return {"event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),
+        timed = sum(count for tag, count in self.tags_used.items() if self.table.tags[tag][0] == "step_time_s")
+        sources = {"logged": timed, "wall": self.step_time_from_wall}
+        return {"step_time_source": {k: v for k, v in sources.items() if v},
+                "event_records": self.records, "tags_read": dict(sorted(self.tags_used.items())),
                 "records_of_other_tags": self.other_records, "other_tag_values": self.other_tags}
 
 
