@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import polars as pl
 
@@ -119,6 +120,8 @@ class Anchor:
     wall_time: float | None = None
     tokens_total: float | None = None
     samples_total: float | None = None
+    first_step: int | None = None  # of the file's first training record
+    highest_step: int | None = None  # of every training record so far
 
 
 @dataclass(slots=True)
@@ -132,6 +135,7 @@ class StepRecords:
     step_time_sources: Counter[str] = field(default_factory=Counter)
     micro_batch: int | None = None
     numbered_by_row: int = 0  # records without a step key, numbered by their order
+    _launch_highest: int | None = None  # set by _without_resumed for _advance
     clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
 
@@ -207,6 +211,27 @@ class StepRecords:
         if repeated.any():
             self.set_aside["the same step written again (another rank or a repeated row)"] += int(repeated.sum())
             rows = rows.filter(~repeated)
+        return self._without_resumed(rows)
+
+    def _without_resumed(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Rows less the steps a resume logs again: within a launch, a step not above the highest so far (a job
+        resumed from its step-900 checkpoint after dying at 1000 logs 900-1000 twice; the first are kept). A step
+        back to the file's first step or below starts a new launch, kept (perfledger.calc.launches)."""
+        if rows.height == 0:
+            return rows
+        first = self.anchor.first_step if self.anchor.first_step is not None else rows["_s"][0]
+        restart = (pl.col("_s") <= first) & (pl.int_range(pl.len()) > 0 if self.anchor.step is None else pl.lit(True))
+        marked = rows.with_columns(restart.cum_sum().alias("_launch"))
+        before = pl.col("_s").shift(1).cum_max().over("_launch")
+        if self.anchor.highest_step is not None:  # the launch the previous chunk ended in goes on
+            carried = pl.when(pl.col("_launch") == 0).then(pl.lit(self.anchor.highest_step))
+            before = pl.max_horizontal(before, carried)
+        again = marked.select(((pl.col("_s") > first) & (pl.col("_s") <= before)).fill_null(False)).to_series()
+        highest = marked.filter(pl.col("_launch") == marked["_launch"].max())["_s"].max()
+        self._launch_highest = int(highest) if marked["_launch"].max() else None  # type: ignore[arg-type]
+        if again.any():
+            self.set_aside["a step logged again after a resume"] += int(again.sum())
+            rows = rows.filter(~again)
         return rows
 
     def _timed(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -253,7 +278,13 @@ class StepRecords:
 
     def _advance(self, rows: pl.DataFrame) -> None:
         last = rows.row(rows.height - 1, named=True)
-        kept = {"step": last["_s"]}
+        highest = self._launch_highest  # the last launch's highest step, when the chunk started a launch
+        if highest is None:
+            top = int(rows["_s"].max())  # type: ignore[arg-type]
+            highest = max(top, self.anchor.highest_step or top)
+        kept: dict[str, Any] = {"step": last["_s"], "highest_step": highest,
+                                "first_step": self.anchor.first_step if self.anchor.first_step is not None
+                                else rows["_s"][0]}
         for name in ("elapsed_s", "wall_time", "tokens_total", "samples_total"):
             if last.get(name) is not None:
                 kept[name] = last[name]

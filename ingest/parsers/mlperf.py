@@ -29,6 +29,7 @@ from ingest.parsers._mllog import (
     split_chunk,
     step_rows,
 )
+from ingest.parsers._mllog_blocks import BlockTimer
 from ingest.parsers._mlperf_config import (
     CONFIG_LITERALS,
     Platform,
@@ -102,6 +103,8 @@ class MlperfParser(LogParser):
         self.state = StepState()
         self.dumped: dict[str, int] = {}  # model shape from a configuration dump, first value of each field
         self.banner: dict[str, int] = {}  # launcher settings printed around the events (NNODES=1, GPUS_PER_NODE=8)
+        self.blocks = BlockTimer()  # block_start / block_stop: a step time where no step event gives one
+        self.rows_stored = 0
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         return self.feed_prepared(self.prepare(lines, first_lineno))
@@ -144,7 +147,12 @@ class MlperfParser(LogParser):
         rows, throughputs = step_rows(events, self.state, _from(gbs_from, self._gbs()), _from(seq_from, self._seq()),
                                       self._devices())
         self.throughputs.extend(throughputs.to_list())
+        self.rows_stored += rows.height
         return step_frame_from_columns(rows.to_dict(), rows.height)
+
+    def final_steps(self) -> pl.DataFrame:
+        """The blocks' rows, for a file whose events gave no step (else the steps are the events')."""
+        return self.blocks.frame() if self.rows_stored == 0 and self.blocks.rows else empty_steps()
 
     @staticmethod
     def _known_from(value: int | None) -> int | None:
@@ -172,6 +180,10 @@ class MlperfParser(LogParser):
                 self.run_start_ms = time_ms
         elif key == "run_stop":
             self.run_stop_ms, self.run_stop_meta = time_ms, meta
+        elif key == "block_start":
+            self.blocks.start(time_ms, meta)
+        elif key == "block_stop":
+            self.blocks.stop(time_ms, meta, self._gbs())
         elif key == "tracked_stats" and isinstance(value, dict) or key == "train_loss":
             steps.append(event_columns(i, key, value, meta))
         elif key == "eval_accuracy":
@@ -235,6 +247,12 @@ class MlperfParser(LogParser):
                 "steps between two logs"
             )
         warnings.extend(self._notes(config))
+        if self.rows_stored == 0 and self.blocks.rows:
+            warnings.append(f"step time is each of {len(self.blocks.rows):,} blocks' time (block_start to block_stop) "
+                            "over its steps: the file logs no per-step figure")
+        if self.blocks.backwards:
+            warnings.append(f"{self.blocks.backwards} block(s) stopped before they started (a clock that stepped "
+                            "back): no step time taken from them")
         return ParseSummary(
             format=self.format,
             config=config,

@@ -158,3 +158,13 @@ def test_a_bad_vocabulary_row_is_refused_with_its_reason(tmp_path: Path, monkeyp
     assert cli.main(["keys", "add", "loss", "loss", "--framework", "nemo", "--identifies"]) == 1
     assert "already there" in capsys.readouterr().err
     assert (data / "metric_keys.csv").read_text().startswith(before)
+
+
+def test_steps_logged_again_after_a_resume_are_set_aside_and_a_restart_is_kept() -> None:
+    """Died at 40, resumed from the step-30 checkpoint (31-40 logged again); then a new launch from step 1."""
+    steps = [*range(1, 41), *range(31, 51), *range(1, 11)]
+    records = [{"step": s, "loss": 2.0, "step_time": 1.0 if i < 40 else 1.5} for i, s in enumerate(steps)]
+    summary, frame = parse_text(MetricsFileParser, jsonl(records), "metrics.jsonl")
+    assert frame["step"].to_list() == [*range(1, 51), *range(1, 11)]
+    assert frame.filter(pl.col("step") == 35)["step_time_s"].to_list() == [1.0]  # the first time it was logged
+    assert summary.meta["records_set_aside"] == {"a step logged again after a resume": 10}
