@@ -128,7 +128,8 @@ def test_an_unknown_name_is_listed_then_linked_with_every_row(writable_engine: E
     listed = store.unlinked_names(writable_engine).filter(kind="model", printed_name="InHouse 7B (our table)")
     assert listed["rows"].to_list() == [3] and listed["nearest"][0]
     assert _check(writable_engine, _file(tmp_path, MODEL_HEADER, INHOUSE_7B)) is not None
-    assert store.link_name(writable_engine, "model", "InHouse 7B (our table)", "inhouse-7b") == 3
+    linked = store.link_name(writable_engine, "model", "InHouse 7B (our table)", "inhouse-7b", all_sources=True)
+    assert (linked.rows, linked.aliased) == (3, True)
     rows = store.results(writable_engine).filter(model_as_printed="InHouse 7B (our table)")
     assert rows["model_id"].to_list() == ["inhouse-7b"] * 3
     assert catalog.resolve_model("InHouse 7B (our table)", store.catalog_record(writable_engine)) == "inhouse-7b"
