@@ -88,6 +88,13 @@ def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFram
 ORDER = ("verdict", "source_id", "model_id", "n_devices")  # the table's rows, sorted stably
 
 
+def with_input_rows(table_frame: pl.DataFrame) -> pl.DataFrame:
+    """The table with `input_source`: the source of the first figure each verdict used (the page links it to that
+    source's rows on the Sources page, where the result ids of `inputs` are listed), empty when it used none."""
+    first = [next(iter(pairing.input_refs(text)), (None, None))[1] for text in table_frame["inputs"].to_list()]
+    return table_frame.with_columns(pl.Series("input_source", first, dtype=pl.String))
+
+
 def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in table_frame.group_by("verdict").len().iter_rows()}
 
