@@ -43,11 +43,15 @@ def audit_scaling(results: pl.DataFrame, rule: audit.AuditRule = DEFAULT_RULE) -
     """One row per scaling claim (audit_mfu.AUDIT_COLUMNS): reported, recomputed, verdict, convention, why."""
     if "baseline" not in results.columns:
         results = results.with_columns(baseline=pl.lit(None, dtype=pl.String))
-    claims = [r for r in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True)
-              if pairing.is_scaling_claim(r)]
+    claim_rows = results.filter(pl.col("metric").is_in(CLAIM_METRICS))
+    claims = [r for r in claim_rows.iter_rows(named=True) if pairing.is_scaling_claim(r)]
     series: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    keys = [c for c in pairing.SERIES_COLUMNS if c in results.columns]  # a column left out is None in every key
     throughput = results.filter(pl.col("metric").is_in(THROUGHPUT_METRICS), pl.col("n_devices").is_not_null(),
                                 pl.col("value") > 0)
+    if keys:  # only the series some claim is in: the rows of the others are never read (0.3 s on 100,000 results)
+        throughput = throughput.join(claim_rows.select(keys).unique(), on=keys, how="semi", nulls_equal=True,
+                                     maintain_order="left")
     for r in throughput.iter_rows(named=True):
         series.setdefault(_series_key(r), []).append(r)
     indexes: dict[tuple[Any, ...], list[_Points]] = {}  # per series key: grouped once, not once per claim
