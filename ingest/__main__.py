@@ -1,5 +1,5 @@
 """python -m ingest FILE... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
-                    [--seq-len N]     (hints for a file already stored update that run)
+                    [--seq-len N]     (hints for a file already stored update that run)  [--dry-run]
    python -m ingest --demo [--db URL] [--data DIR]     (the bundled demo logs, as `perfledger init` loads them)
 
 Exit 0: every file stored (or already stored); 1: some file rejected, the others still stored; 2: usage.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ingest.hints import Hints, hints
-from ingest.pipeline import IngestOutcome, Overrides, ingest_stream
+from ingest.pipeline import IngestOutcome, Overrides, dry_run, ingest_stream
 from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.catalog import Catalog
@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", type=int, help="number of devices in the run")
     p.add_argument("--precision", help="fp32 | tf32 | fp16 | bf16 | fp8")
     p.add_argument("--seq-len", type=int, help="sequence length, when the log does not state it")
+    p.add_argument("--dry-run", action="store_true",
+                   help="store nothing: show what would be stored (a claims file: rows added, updated, refused, unlinked)")
     p.add_argument("--max-mb", type=int,
                    help="refuse a file larger than this once decompressed (default: PERFLEDGER_MAX_UPLOAD_MB, 200)")
     return p
@@ -73,7 +75,9 @@ def _progress(path: Path, shown: str) -> tuple[Callable[[int], None] | None, Cal
 def _print_text(o: IngestOutcome) -> None:
     s = o.summary.steady_state_json()
     state = "stored as run" if o.created else "already stored as run"
-    print(f"{o.file_name}: {o.format.value}, {o.steps} steps, {state} {o.run_id}")
+    if o.dry_run:
+        state = "dry run, nothing stored" + (f"; already stored as run {o.run_id}" if o.run_id else "")
+    print(f"{o.file_name}: {o.format.value}, {o.steps} steps, {state}" + ("" if o.dry_run else f" {o.run_id}"))
     for key, (was, now) in o.hints_changed.items():
         print(f"  updated {key}: {was} -> {now}")
     figures = [("tokens/s/device", s["tokens_per_s_per_device"], ",.0f"),
@@ -138,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in args.files:
         shown = printable(str(path))  # the name in messages, progress, JSON and the store
         try:
-            outcome = _ingest_file(engine, path, shown, overrides, limit)
+            outcome = _ingest_file(engine, path, shown, overrides, limit, dry=args.dry_run)
         except PerfledgerError as exc:
             failed += 1
             print(str(exc), file=sys.stderr)
@@ -165,9 +169,12 @@ def refused_json(shown: str, exc: PerfledgerError) -> dict[str, object]:
             "warnings": [], "problems": [], "results": [], "error": str(exc), "error_line": line}
 
 
-def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overrides, limit: int) -> IngestOutcome:
+def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overrides, limit: int, *,
+                 dry: bool = False) -> IngestOutcome:
     """One file, refused at once unless it is a regular file (a FIFO would block, a device never end)."""
     with open_regular(path, shown) as handle:
+        if dry:
+            return dry_run(engine, handle, shown, overrides, limit=limit)
         update, close = _progress(path, shown)
         try:
             return ingest_stream(engine, handle, shown, overrides, limit=limit, on_progress=update)

@@ -33,7 +33,7 @@ from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
 from perfledger.errors import ParseError, PerfledgerError
-from perfledger.records import ParseSummary, PreparedRun, RunConfig, more_problems
+from perfledger.records import ParseSummary, PreparedRun, RunConfig, SaveResult, more_problems
 from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
 
@@ -59,6 +59,7 @@ class IngestOutcome:
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
     unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
+    dry_run: bool = False  # nothing was stored: the outcome says what storing would do
 
     @property
     def rows_refused(self) -> bool:
@@ -73,7 +74,7 @@ class IngestOutcome:
                 "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
-                "results": self.summary.results_json()} | (
+                "results": self.summary.results_json(), "dry_run": self.dry_run} | (
                     {"imported": self.imported, "refused": self.refused or {},
                      "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
@@ -210,7 +211,7 @@ def _bundled_catalog_rows(config: RunConfig) -> CatalogRows:
 def _meta_sources(meta: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     """Sources a claims file names ({id: {title, url, date, kind}}), as `source` rows."""
     found = meta.get("sources") or {}
-    return tuple({"id": sid, "kind": info.get("kind") or "cli", "title": info.get("title") or sid,
+    return tuple({"id": sid, "kind": info.get("kind") or None, "title": info.get("title") or sid,
                   "publisher": info.get("publisher"), "date": info.get("date"), "url": info.get("url"),
                   "evidence": info.get("evidence"), "note": info.get("note")}
                  for sid, info in found.items())
@@ -226,6 +227,21 @@ def preview(raw: bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
     prepared.close()
     existing = store.find_run(engine, prepared.content_sha256) if engine is not None else None
     return _outcome(prepared, summary, file_name, existing, created=False)
+
+
+def dry_run(engine: store.Engine, raw: BinaryIO, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
+            limit: int | None = None) -> IngestOutcome:
+    """Everything `ingest_stream` would do, storing nothing: a log is parsed and summarised; a claims file also
+    says what it would add, update, leave unchanged, refuse and leave unlinked (`imported` reads "would ...")."""
+    prepared, summary = _prepare(raw, file_name, overrides, engine, limit, None)
+    prepared.close()
+    if prepared.format is not LogFormat.CLAIMS_CSV:
+        return replace(_outcome(prepared, summary, file_name, store.find_run(engine, prepared.content_sha256),
+                                created=False), dry_run=True)
+    existing, plan = store.plan_run(engine, prepared)
+    would = SaveResult(existing or 0, created=False, imported=f"would be {plan.describe()}",
+                       refused=store.claims_refusals(prepared, plan), unlinked=plan.unlinked)
+    return replace(_outcome(prepared, summary, file_name, existing, False, would), dry_run=True)
 
 
 def ingest_stream(engine: store.Engine, raw: BinaryIO, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
@@ -316,4 +332,4 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
                          unlinked=saved.unlinked if saved else ())
 
 
-__all__ = ["IngestOutcome", "commit", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]
+__all__ = ["IngestOutcome", "commit", "dry_run", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

@@ -26,6 +26,7 @@ from perfledger.calc.phases import phase_figures
 from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
+from perfledger.vocabulary import LogFormat
 
 # The warnings summarize() adds (the others are the parser's): a run summarised again drops these first.
 SUMMARY_WARNINGS = ("not a steady state:", "mfu not computed:", "model_tflops_per_device not computed:",
@@ -181,8 +182,9 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     reported = _reported(window, tps_dev, tflops, mfu, printed)
     if shape is not None and seq_len and tps_dev:
         _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
-    for key, reason in why.items():
-        if key in ("mfu", "model_tflops_per_device", "tokens_per_s_per_device") and reason:
+    steady_figures = ("mfu", "model_tflops_per_device", "tokens_per_s_per_device")
+    for key, reason in why.items():  # a claims table has no steps: its figures are its rows, none is missing
+        if key in steady_figures and reason and parsed.format is not LogFormat.CLAIMS_CSV:
             warnings.append(f"{key} not computed: {reason}")
     results = tuple(_resolved_result(r) for r in parsed.results) + derived_results(printed, config) + _measured_results(
         parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))

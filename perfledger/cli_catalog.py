@@ -1,9 +1,10 @@
 """python -m perfledger catalog add FILE.csv [--dry-run] | link "printed name" ID | unlinked.
 
 `add` reports every row (added, updated, or refused with `FILE:LINE: reason` on stderr) and stores the rows only
-when none is refused; exit 1 when any is. `link` makes a printed name an alias of a catalog id and links every
-stored result printed that way. `unlinked` lists the printed names no catalog row claims, with their row counts
-and nearest ids.
+when none is refused; exit 1 when any is. `link` links the stored results printed with a name to a catalog id:
+those of one source (`--source`, else the only source printing it), or of every source with `--all-sources`,
+which also makes the name an alias of the id. `unlinked` lists the printed names no catalog row claims, with their
+row counts and nearest ids.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ def register(sub: Any) -> None:
     link.add_argument("name", help="the name as printed")
     link.add_argument("id", help="the catalog id (model or accelerator)")
     link.add_argument("--kind", choices=("model", "accelerator"), help="when the id exists as both")
+    scope = link.add_mutually_exclusive_group()
+    scope.add_argument("--source", help="link the rows of this source only (default: the one source printing it)")
+    scope.add_argument("--all-sources", action="store_true",
+                       help="link the rows of every source and make the name an alias for future imports")
     unlinked = actions.add_parser("unlinked", help="printed names no catalog row claims, with counts")
     for p in (add, link, unlinked):
         p.add_argument("--db", help=db_help)
@@ -67,9 +72,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_link(args: argparse.Namespace) -> int:
     engine = store.engine_from_url(args.db)
     kind = args.kind or _kind_of(engine, args.id)
-    n = store.link_name(engine, kind, args.name, args.id)
-    print(f"linked {n} stored result rows printed {args.name!r} to {kind} {args.id}; "
-          f"{args.name!r} is now an alias of {args.id}")
+    done = store.link_name(engine, kind, args.name, args.id, source_id=args.source, all_sources=args.all_sources)
+    print(done.describe(kind, args.name, args.id))
     return 0
 
 

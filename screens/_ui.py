@@ -233,7 +233,7 @@ LABELS = {
     "claim_id": "claim", "rel_diff": "relative diff", "n_results": "result rows", "mfu": "MFU",
     "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
     "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
-    "relative_difference": "relative difference", "printed_over": "printed over",
+    "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
 }
 
 
@@ -264,7 +264,7 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
                for name, fmt in (formats or {}).items() if name in frame.columns}
-    for name in ("source", "source_id"):
+    for name in ("source", "source_id", "input_source"):
         if name in frame.columns:
             hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}
             frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))

@@ -14,7 +14,7 @@ FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "perc
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
 # The claim, its figures in its own metric's unit, and the verdict; details to the right.
 SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "unit", "rel_diff",
-               "verdict", "convention", "plausibility", "explanation", "inputs")
+               "verdict", "convention", "plausibility", "explanation", "inputs", "input_source")
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")
@@ -43,6 +43,6 @@ counts = views.verdict_counts(table)
 cols = st.columns(len(views.VERDICTS))
 for col, verdict in zip(cols, views.VERDICTS, strict=True):
     col.metric(verdict, counts.get(verdict, 0))
-_ui.show_table(table, FORMATS, key="audit_table", first=SHOWN_FIRST)
+_ui.show_table(views.with_input_rows(table), FORMATS, key="audit_table", first=SHOWN_FIRST)  # inputs: Sources links
 _ui.download(state, table)
 _ui.show_formula(PAGE, note=state.rule().describe())

@@ -289,7 +289,7 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
         if peak_note is not None:
             notes.append(peak_note)
         elif plausibility == "implausible":
-            notes.append(_implausible_reason(value, util, precision, fp8, rule))
+            notes.append(implausible_reason(value, util, precision, fp8, rule))
         yield "; ".join(notes)
 
 
@@ -300,13 +300,21 @@ def _peft_reason(ratio: float) -> str:
             "gradients 2) where full training counts 6; 4/6 = 0.67")
 
 
-def _implausible_reason(value: float, util: float, precision: str, fp8_peak: float | None, rule: AuditRule) -> str:
-    reason = f"{util:.0%} of the dense {precision} peak exceeds the {rule.mfu_ceiling:.0%} ceiling"
-    if precision != "fp8":
-        if fp8_peak is None:
-            return reason + "; no FP8 peak that would explain it (sparsity or a different FLOP count?)"
-        return reason + f"; plausible only in FP8 ({value / fp8_peak:.0%} of the FP8 dense peak)"
-    return reason + "; check the FLOP count (recompute counted as model FLOPs?) or a sparse peak"
+def implausible_reason(value: float, util: float, precision: str, fp8_peak: float | None, rule: AuditRule) -> str:
+    """Why a figure (TFLOP/s, `util` of the stated peak) is implausible; FP8 is named as a way out only when the
+    accelerator has an FP8 peak and the figure sits at or under the ceiling of it.
+
+    >>> implausible_reason(328, 328 / 459, "bf16", None, AuditRule())
+    '71.5% of the dense bf16 peak exceeds the 70% ceiling; no FP8 peak that would explain it (sparsity or a different FLOP count?)'
+    """
+    reason = f"{util:.1%} of the dense {precision} peak exceeds the {rule.mfu_ceiling:.0%} ceiling"
+    if precision == "fp8":
+        return reason + "; check the FLOP count (recompute counted as model FLOPs?) or a sparse peak"
+    if fp8_peak is None:
+        return reason + "; no FP8 peak that would explain it (sparsity or a different FLOP count?)"
+    if value / fp8_peak > rule.mfu_ceiling:
+        return reason + f"; even the FP8 dense peak gives {value / fp8_peak:.1%} (a sparse peak or another FLOP count?)"
+    return reason + f"; plausible only in FP8 ({value / fp8_peak:.1%} of the FP8 dense peak)"
 
 
 def _fmt_int(value: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from perfledger.calc import audit
@@ -36,6 +37,7 @@ class Judgement:
     reason: str | None
 
 
+@lru_cache(maxsize=4096)  # asked once per candidate of every claim: the same few thousand printed figures
 def half_last_digit(value: float) -> float:
     """Half a unit of the last printed digit: 5 -> 0.5, 1.2 -> 0.05, 0.957 -> 0.0005.
 

@@ -130,13 +130,33 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
                       f"off the claimed {reported:.4f}, and no known FLOPs or peak convention comes within {rule.tolerance:.0%}")
     rel = audit.relative_difference(reported, recomputed) if recomputed else None
     peak = peaks["_stated"] if isinstance(peaks, dict) else None
+    plausibility, note = plausibility_of(claim, peaks, rule)
+    reason = "; ".join(r for r in (reason, note) if r) or None
     return {"claim_id": claim.get("id"), "source_id": claim["source_id"], "model_id": claim["model_id"],
             "accelerator_id": claim["accelerator_id"], "n_devices": claim["n_devices"],
             "workload": claim.get("workload"), "precision": claim["precision"], "seq_len": claim["seq_len"],
             "metric": claim["metric"], "reported": reported, "recomputed": recomputed, "unit": "fraction",
             "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
-            "verdict": verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
+            "verdict": verdict, "plausibility": plausibility, "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
+            "mfu_at_stated_precision": reported if claim["metric"] == "mfu" else None,
             "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason, "inputs": None}
+
+
+def plausibility_of(claim: Mapping[str, Any], peaks: Mapping[str, float] | str,
+                    rule: audit.AuditRule) -> tuple[str, str | None]:
+    """An MFU claim is judged as its TFLOPS twin is: implausible above the MFU ceiling, with the same reason (FP8
+    named only when the accelerator has an FP8 peak that brings it under the ceiling). HFU counts recompute and
+    is not judged ("")."""
+    if claim["metric"] != "mfu":
+        return "", None
+    reported = float(claim["value"])
+    if reported <= rule.mfu_ceiling:
+        return "plausible", None
+    if isinstance(peaks, str):
+        return "implausible", f"{reported:.1%} exceeds the {rule.mfu_ceiling:.0%} ceiling"
+    stated = claim["precision"] if claim["precision"] not in (None, "", "unstated") else "bf16"
+    return "implausible", audit.implausible_reason(reported * peaks["_stated"], reported, str(stated),
+                                                   peaks.get("fp8"), rule)
 
 
 def _basis(tps: float | None, tflops: float | None) -> str:
@@ -152,12 +172,13 @@ def _value(c: Convention, tps: float | None, tflops: float | None, shape: fl.Mod
 
 
 def peaks_for(acc: Mapping[str, Any] | None, precision: str | None) -> dict[str, float] | str:
-    """{"_stated": dense peak at the stated precision (bf16 when unstated), "bf16": ...}, or why there is none."""
+    """{"_stated": dense peak at the stated precision (bf16 when unstated), "bf16": ..., "fp8": ... (those the
+    accelerator has)}, or why there is none."""
     if acc is None:
         return "the accelerator is not in the catalog, so there is no peak to divide by"
     stated = precision if precision not in (None, "", "unstated") else "bf16"
     out: dict[str, float] = {}
-    for name, prec in (("_stated", stated), ("bf16", "bf16")):
+    for name, prec in (("_stated", stated), ("bf16", "bf16"), ("fp8", "fp8")):
         try:
             out[name] = m.peak_tflops(acc, str(prec)).tflops
         except InvalidInput as exc:

@@ -86,9 +86,8 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
            else _no_throughput(claim, basis, shapes, accels) if not throughputs else None)
     if why is not None or tokens is None or not devices:
         return claim_row(claim, reported, Judgement("unchecked", None, None, why), kind.unit, rule)
-    readings = [(DEFAULT, "", devices)] + ([("1000-devices", ", 1K read as 1,000 devices", kind.devices_alt)]
-                                           if kind.devices_alt else [])
-    candidates = [Candidate(_join(t_name, d_name), t_title + d_title,
+    readings = [(DEFAULT, "", devices)] + list(_other_device_readings(kind, devices))
+    candidates = [Candidate(_join(t_name, d_name), _title(t_title, d_title),
                             metrics.time_to_train_s(tokens, n, tps) / kind.seconds_per_unit)
                   for d_name, d_title, n in readings for t_name, t_title, tps in throughputs]
     candidates.sort(key=lambda c: c.name != DEFAULT)
@@ -96,6 +95,28 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
     basis_text = f"{_si(tokens)} tokens on {devices:,} devices at {tps0:,.0f} tokens/s/device{throughputs[0][1]}"
     judgement = judge(reported, candidates, rule.tolerance, lambda v: show_time(v, kind.unit), basis_text)
     return claim_row(claim, reported, judgement, kind.unit, rule, tokens_per_s=tps0)
+
+
+def _other_device_readings(kind: TimeClaim, devices: int) -> Iterator[tuple[str, str, int]]:
+    """The other reading of an approximate device count: the metric's own (1K = 1,024, else 1,000), or, for a
+    claim's stated count, a round thousand read the other way ("1,000 cards" for 1,024, "1K" for 1,000)."""
+    if kind.devices_alt:
+        yield "1000-devices", ", 1K read as 1,000 devices", kind.devices_alt
+    elif (other := thousand_reading(devices)) is not None:
+        yield "1000-devices", f", {devices:,} devices read as {other:,} (1K both ways)", other
+
+
+def thousand_reading(devices: int) -> int | None:
+    """A round count of thousands read the other way: k x 1,024 <-> k x 1,000 (k >= 1); None for any other count.
+
+    >>> thousand_reading(1024), thousand_reading(2000), thousand_reading(512)
+    (1000, 2048, None)
+    """
+    if devices >= 1000 and devices % 1024 == 0:
+        return devices // 1024 * 1000
+    if devices >= 1000 and devices % 1000 == 0:
+        return devices // 1000 * 1024
+    return None
 
 
 def _throughputs(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Mapping[str, Mapping[str, Any]],
@@ -154,6 +175,11 @@ def show_time(value: float, unit: str) -> str:
     if unit == "s" and value >= metrics.SECONDS_PER_HOUR:
         return f"{text} ({value / metrics.SECONDS_PER_HOUR:,.1f} h)"
     return text
+
+
+def _title(throughput: str, devices: str) -> str:
+    """How a reading reads before "gives": its device reading, then where its throughput came from."""
+    return (devices.removeprefix(", ") or "the stated device count") + throughput if throughput else devices
 
 
 def _join(*names: str) -> str:

@@ -6,6 +6,7 @@ computed rows summarised per device count (a frame).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -250,3 +251,15 @@ def describe_input(result_id: Any, source_id: Any, locator: Any, derived: bool =
     if derived:
         where += "; tokens/s derived from its step time, global batch, sequence length and devices"
     return f"result {result_id} ({where})"
+
+
+_INPUT = re.compile(r"result (-?\d+) \(([^,;()]+)")
+
+
+def input_refs(inputs: str | None) -> list[tuple[int, str]]:
+    """The (result id, source id) of each figure an `inputs` text names (describe_input's, "; "-joined).
+
+    >>> input_refs("result 12 (nv, Table 2); result 3 (zoo; tokens/s derived from its step time)")
+    [(12, 'nv'), (3, 'zoo')]
+    """
+    return [(int(rid), src) for rid, src in _INPUT.findall(inputs or "")]

@@ -6,7 +6,7 @@ what parsers, which never touch the store, get. Code holding a store passes `per
 
 from __future__ import annotations
 
-from perfledger.catalog.names import keys, lookup, nearest
+from perfledger.catalog.names import keys, lookup, nearest, printed_size
 from perfledger.catalog.record import Catalog, Names, bundled_catalog
 from perfledger.errors import UnknownId
 
@@ -20,7 +20,7 @@ def resolve_noted(kind: str, name: str, catalog: Catalog | None = None) -> tuple
     for key in keys(name):
         if key in names.defaults:
             return names.defaults[key]
-    raise UnknownId(kind, name, nearest(name, names.ids))
+    raise UnknownId(kind, name, nearest_ids(kind, name, catalog))
 
 
 def resolve_accelerator_noted(name: str, catalog: Catalog | None = None) -> tuple[str, str | None]:
@@ -55,6 +55,20 @@ def resolve_or_none(kind: str, name: str | None, catalog: Catalog | None = None)
 
 
 def nearest_ids(kind: str, name: str, catalog: Catalog | None = None) -> tuple[str, ...]:
-    """The three catalog ids of `kind` closest to `name`, closest first."""
-    names: Names = (catalog or bundled_catalog()).names(kind)
-    return nearest(name, names.ids)
+    """The three catalog ids of `kind` closest to `name`, closest first; for a model, by the parameter count the
+    name prints as well as by spelling ("16B" is near the 16B models, not mpt-1b)."""
+    known = catalog or bundled_catalog()
+    names: Names = known.names(kind)
+    return nearest(name, names.ids, model_sizes(known) if kind == "model" else None)
+
+
+def model_sizes(catalog: Catalog) -> dict[str, float | None]:
+    """Each model id's parameter count: the one its id prints ("mcore-gpt-16b"), else its `params` cell."""
+    return {ident: printed_size(ident) or _number(row.get("params")) for ident, row in catalog.models.items()}
+
+
+def _number(cell: object) -> float | None:
+    try:
+        return float(cell) if cell not in (None, "") else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None

@@ -43,12 +43,12 @@ from perfledger.store.read import (
     steps,
     write_stamp,
 )
-from perfledger.store.write import add_results, delete_run, result_row_key, save_run
+from perfledger.store.write import add_results, claims_refusals, delete_run, plan_run, result_row_key, save_run
 
 __all__ = [
     "RUN_LIST_FIELDS", "STEP_COLUMNS", "CatalogWrite", "Engine", "InitReport", "RunRow", "SaveResult", "accelerators",
-    "add_results", "catalog", "catalog_record", "catalog_rows", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
+    "add_results", "catalog", "catalog_record", "catalog_rows", "claims_refusals", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
     "engine_from_url", "find_run", "finite_or_none", "has_data", "has_schema", "init_store", "is_duckdb",
-    "link_name", "mask_url", "models", "query", "reading", "rebuild_store", "result_counts", "result_row_key", "results", "run",
+    "link_name", "mask_url", "models", "plan_run", "query", "reading", "rebuild_store", "result_counts", "result_row_key", "results", "run",
     "runs", "save_catalog_rows", "save_run", "schema", "sources", "step_times", "steps", "unlinked_names", "write_stamp",
 ]

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection, Engine
 
 from perfledger import schema
-from perfledger.catalog.link import KINDS, is_absent
+from perfledger.catalog.link import KINDS, LinkWrite, is_absent, link_scope
 from perfledger.catalog.names import normalize_name
 from perfledger.catalog.record import Alias, Catalog, format_aliases, parse_aliases
 from perfledger.catalog.resolve import nearest_ids, resolve_noted, resolve_or_none
@@ -103,14 +103,28 @@ def _unlinked_counts(conn: Connection, kind: str) -> list[tuple[str, int]]:
     return [(str(n), int(c)) for n, c in conn.execute(stmt) if not is_absent(n)]
 
 
-def _set_id(conn: Connection, kind: str, names: Iterable[str], target: str, *, only_unlinked: bool) -> int:
+def _set_id(conn: Connection, kind: str, names: Iterable[str], target: str, *, only_unlinked: bool,
+            sources: Sequence[str | None] | None = None) -> int:
+    """Set the `kind` id of the results printed with one of `names` (of `sources` only, when given)."""
     ident, printed, name = _printed(kind)
     where: list[sa.ColumnElement[bool]] = [name.in_(sorted(set(names)))]
     if only_unlinked:
         where.append(sa.or_(ident.is_(None), ident.not_in(sa.select(_TABLES[kind].c.id))))
+    if sources is not None:
+        where.append(_of_sources(sources))
     stmt = (schema.result.update().where(*where)
             .values({ident.name: target, printed.name: sa.func.coalesce(printed, ident)}))
     return int(conn.execute(stmt).rowcount or 0)
+
+
+def _of_sources(sources: Sequence[str | None]) -> sa.ColumnElement[bool]:
+    """Results of these sources (None: results of no source)."""
+    column = schema.result.c.source_id
+    named = [s for s in sources if s is not None]
+    clauses = [column.in_(named)] if named else []
+    if None in sources:
+        clauses.append(column.is_(None))
+    return sa.or_(sa.false(), *clauses)
 
 
 def relink(conn: Connection, catalog: Catalog) -> int:
@@ -123,21 +137,41 @@ def relink(conn: Connection, catalog: Catalog) -> int:
     return total
 
 
-def link_name(engine: Engine, kind: str, printed_name: str, target_id: str) -> int:
-    """Make `printed_name` an alias of `target_id` and link every stored result printed that way (same letters
-    and digits, any case or punctuation); the number of result rows linked."""
+def link_name(engine: Engine, kind: str, printed_name: str, target_id: str, *, source_id: str | None = None,
+              all_sources: bool = False) -> LinkWrite:
+    """Link the stored results printed `printed_name` (same letters and digits, any case or punctuation) to
+    `target_id`: those of one source (`source_id`, else the only source printing it; `link_scope`), or of every
+    source with `all_sources`, which also makes the name an alias so that future imports link too."""
     if kind not in _TABLES:
         raise InvalidInput(f"kind must be model or accelerator, got {kind!r}")
     with connection(engine, write=True) as conn:
         catalog = catalog_from(conn)
         if target_id not in catalog.rows(kind):
             raise UnknownId(kind, target_id, nearest_ids(kind, target_id, catalog))
-        _add_alias(conn, kind, catalog, printed_name, target_id)
-        name = _printed(kind)[2]
-        key = normalize_name(printed_name)
-        names = [n for n in conn.scalars(sa.select(name).where(name.is_not(None)).distinct())
-                 if normalize_name(n) == key]
-        return _set_id(conn, kind, names, target_id, only_unlinked=False) if names else 0
+        if source_id is not None and conn.scalar(sa.select(schema.source.c.id).where(
+                schema.source.c.id == source_id)) is None:
+            raise InvalidInput(f"no source {source_id!r} in the store")
+        printing = _printing(conn, kind, printed_name)
+        scope = link_scope({s: n for s, (n, _) in printing.items()}, source_id, all_sources)
+        if all_sources:
+            _add_alias(conn, kind, catalog, printed_name, target_id)
+        names = {name for s in scope for name in printing.get(s, (0, ()))[1]}
+        rows = _set_id(conn, kind, names, target_id, only_unlinked=False, sources=scope) if names else 0
+    return LinkWrite(rows, scope, aliased=all_sources)
+
+
+def _printing(conn: Connection, kind: str, printed_name: str) -> dict[str | None, tuple[int, tuple[str, ...]]]:
+    """Per source: how many stored results print `printed_name` (letters and digits alike), and the spellings."""
+    name = _printed(kind)[2]
+    key = normalize_name(printed_name)
+    stmt = (sa.select(schema.result.c.source_id, name, sa.func.count()).where(name.is_not(None))
+            .group_by(schema.result.c.source_id, name))
+    found: dict[str | None, tuple[int, tuple[str, ...]]] = {}
+    for source_id, spelled, n in conn.execute(stmt):
+        if normalize_name(spelled) == key:
+            count, spellings = found.get(source_id, (0, ()))
+            found[source_id] = (count + int(n), (*spellings, spelled))
+    return found
 
 
 def _add_alias(conn: Connection, kind: str, catalog: Catalog, printed_name: str, target_id: str) -> None:

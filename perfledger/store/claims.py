@@ -3,9 +3,10 @@
 A claim's key is what names the figure, not the figure: (source, locator, metric, model, accelerator, devices,
 precision, sequence length, global batch, workload, strategy). Importing a row whose key is stored updates that
 row (a correction) and says so; the same row again changes nothing. A source loaded from data/sources.csv by
-`init` (any kind but upload and cli) is curated: an import cannot add rows under it; those rows are refused one
-by one. Every source an import creates is kind "upload" or "cli", and its evidence says it was imported, with a
-short hash of the token that unlocked writing where one is set (never the token).
+`init` is curated: an import cannot add rows under it; those rows are refused one by one. A source an import
+creates keeps the kind the file stated (else "upload" or "cli", the way it came), and its evidence says it was
+imported ("imported via cli"), with a short hash of the token that unlocked writing where one is set (never the
+token): that evidence, not the kind, tells it from a curated one.
 """
 
 from __future__ import annotations
@@ -81,49 +82,90 @@ def token_hash(token: str) -> str:
 
 
 def imported_source(source: Mapping[str, Any], importer: str, token: str | None) -> dict[str, Any]:
-    """The `source` row an import creates: its own kind (upload or cli), marked as imported, the kind the file
-    stated kept in the note."""
-    kind = importer if importer in IMPORTED_KINDS else SourceKind.CLI.value
-    by = f"imported via {kind}" + (f" with token sha256:{token_hash(token)}" if token else " (no token set)")
-    stated = source.get("kind")
-    note = "; ".join(str(n) for n in (source.get("note"), f"stated kind: {stated}" if stated else None) if n)
+    """The `source` row an import creates: the kind the file stated (a `docs` page stays `docs`), else the
+    importer's (upload or cli); its evidence says it was imported, and by which way."""
+    how = importer if importer in IMPORTED_KINDS else SourceKind.CLI.value
+    kind = source.get("kind") if source.get("kind") in {k.value for k in SourceKind} else how
+    by = f"imported via {how}" + (f" with token sha256:{token_hash(token)}" if token else " (no token set)")
     return {"id": source["id"], "kind": kind, "title": source.get("title") or source["id"],
             "publisher": source.get("publisher"), "date": source.get("date") or None, "url": source.get("url") or None,
-            "evidence": by, "note": note or None}
+            "evidence": by, "note": source.get("note") or None}
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimsPlan:
+    """What storing a claims file would do, read from the store and writing nothing: the sources to create, the
+    rows to add and to update, how many are unchanged, and the refusals and unlinked names to report."""
+
+    sources: tuple[dict[str, Any], ...]
+    added: tuple[dict[str, Any], ...]
+    changed: tuple[dict[str, Any], ...]
+    unchanged: int
+    refused: tuple[tuple[int, str], ...]
+    unlinked: tuple[UnlinkedName, ...]
+
+    def outcome(self) -> ClaimsWrite:
+        return ClaimsWrite(len(self.added), len(self.changed), self.unchanged, self.refused, self.unlinked)
+
+
+def plan_claims(conn: Connection, records: Sequence[ResultRecord], sources: Sequence[Mapping[str, Any]], *,
+                run_id: int | None, importer: str, token: str | None = None) -> ClaimsPlan:
+    """What `upsert_claims` would store, read through `conn` without writing (a dry run shows it)."""
+    source = schema.source
+    stored_sources = {sid: (kind, evidence) for sid, kind, evidence in
+                      conn.execute(sa.select(source.c.id, source.c.kind, source.c.evidence))}
+    curated = {sid for sid, (kind, evidence) in stored_sources.items() if not is_imported(kind, evidence)}
+    why = ("is curated (loaded from data/sources.csv): an import cannot add figures under it; give the row a "
+           "source of its own")
+    refused = tuple((i, f"source {r.source_id!r} {why}") for i, r in enumerate(records) if r.source_id in curated)
+    keep = [r for r in records if r.source_id not in curated]
+    cited = {r.source_id for r in keep}
+    fresh = tuple(imported_source(s, importer, token) for s in sources
+                  if s["id"] in cited and s["id"] not in stored_sources)
+    known = catalog_from(conn)
+    linked = [link_record(replace(record, run_id=run_id), known) for record in keep]
+    keys = claim_keys(keep)
+    rows = {key: asdict(r) | {"row_key": key} for key, r in zip(keys, linked, strict=True)}
+    stored = _stored(conn, list(rows))
+    rows = {key: _keep_links(row, stored.get(key)) for key, row in rows.items()}
+    added = tuple(row for key, row in rows.items() if key not in stored)
+    changed = tuple(row for key, row in rows.items() if key in stored and _differs(row, stored[key]))
+    final = [replace(r, model_id=rows[k]["model_id"], accelerator_id=rows[k]["accelerator_id"])
+             for k, r in zip(keys, linked, strict=True)]
+    return ClaimsPlan(fresh, added, changed, len(rows) - len(added) - len(changed), refused,
+                      unlinked_in(final, known))
 
 
 def upsert_claims(conn: Connection, records: Sequence[ResultRecord], sources: Sequence[Mapping[str, Any]], *,
                   run_id: int | None, importer: str, token: str | None = None) -> ClaimsWrite:
     """Store claims by key inside the caller's transaction: new keys added, changed ones updated, rows under a
     curated source refused (one sentence each); the sources the rows cite created as imported."""
-    source = schema.source
-    kinds: dict[str, str] = {sid: kind for sid, kind in conn.execute(sa.select(source.c.id, source.c.kind))}
-    curated = {sid for sid, kind in kinds.items() if kind not in IMPORTED_KINDS}
-    why = ("is curated (loaded from data/sources.csv): an import cannot add figures under it; give the row a "
-           "source of its own")
-    refused = [(i, f"source {r.source_id!r} {why}") for i, r in enumerate(records) if r.source_id in curated]
-    keep = [r for i, r in enumerate(records) if r.source_id not in curated]
-    cited = {r.source_id for r in keep}
-    fresh_sources = [imported_source(s, importer, token) for s in sources if s["id"] in cited and s["id"] not in kinds]
-    if fresh_sources:
-        conn.execute(_insert(conn, schema.source), fresh_sources)
-    known = catalog_from(conn)
-    rows: dict[str, dict[str, Any]] = {}
-    linked = [link_record(replace(record, run_id=run_id), known) for record in keep]
-    for key, linked_record in zip(claim_keys(keep), linked, strict=True):
-        row = asdict(linked_record)
-        row["row_key"] = key
-        rows[row["row_key"]] = row
-    stored = _stored(conn, list(rows))
-    added = [row for key, row in rows.items() if key not in stored]
-    changed = [row for key, row in rows.items() if key in stored and _differs(row, stored[key])]
-    if added:
-        conn.execute(_insert(conn, schema.result), added)
-    for row in changed:
+    plan = plan_claims(conn, records, sources, run_id=run_id, importer=importer, token=token)
+    if plan.sources:
+        conn.execute(_insert(conn, schema.source), list(plan.sources))
+    if plan.added:
+        conn.execute(_insert(conn, schema.result), list(plan.added))
+    for row in plan.changed:
         values = {k: v for k, v in row.items() if k not in ("row_key", "id")}
         conn.execute(schema.result.update().where(schema.result.c.row_key == row["row_key"]).values(values))
-    return ClaimsWrite(len(added), len(changed), len(rows) - len(added) - len(changed), tuple(refused),
-                       unlinked_in(linked, known))
+    return plan.outcome()
+
+
+def _keep_links(row: dict[str, Any], stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A row the catalog leaves unlinked keeps the link a user made for its stored twin (`catalog link` of one
+    source makes no alias), so importing the file again does not undo it."""
+    if stored is None:
+        return row
+    kept = {f"{kind}_id": stored[f"{kind}_id"] for kind in ("model", "accelerator")
+            if row[f"{kind}_id"] is None and stored[f"{kind}_id"] is not None
+            and row[f"{kind}_as_printed"] == stored[f"{kind}_as_printed"]}
+    return row | kept
+
+
+def is_imported(kind: str | None, evidence: str | None) -> bool:
+    """A source an import created (its kind upload or cli, or its evidence saying it was imported), as opposed to
+    one loaded from data/sources.csv."""
+    return kind in IMPORTED_KINDS or (evidence or "").startswith("imported via")
 
 
 def _insert(conn: Connection, table: sa.Table) -> sa.Insert:
@@ -156,10 +198,12 @@ def delete_source(engine: Engine, source_id: str) -> int:
     from perfledger.errors import InvalidInput
 
     with connection(engine, write=True) as conn:
-        kind = conn.scalar(sa.select(schema.source.c.kind).where(schema.source.c.id == source_id))
-        if kind is None:
+        found = conn.execute(sa.select(schema.source.c.kind, schema.source.c.evidence)
+                             .where(schema.source.c.id == source_id)).first()
+        if found is None:
             raise InvalidInput(f"no source {source_id!r} in the store")
-        if kind not in IMPORTED_KINDS:
+        kind, evidence = found
+        if not is_imported(kind, evidence):
             raise InvalidInput(f"source {source_id!r} is curated (kind {kind}, from data/sources.csv); only "
                                "imported sources can be deleted")
         gone = conn.execute(sa.delete(schema.result).where(schema.result.c.source_id == source_id)).rowcount

@@ -16,13 +16,13 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from perfledger import schema
-from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
+from perfledger.catalog.link import UnlinkedName, link_record
 from perfledger.catalog.record import Catalog
 from perfledger.errors import StoreError
 from perfledger.records import LATE_RESULT_FIELDS, STEP_SCHEMA, PreparedRun, ResultRecord, SaveResult
 from perfledger.store.bulk import insert_parquet
 from perfledger.store.catalog_table import catalog_from
-from perfledger.store.claims import ClaimsWrite, upsert_claims
+from perfledger.store.claims import ClaimsWrite, plan_claims, upsert_claims
 from perfledger.store.engine import connection
 from perfledger.store.read import find_run
 from perfledger.vocabulary import LogFormat
@@ -52,7 +52,7 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
                 written = upsert_claims(conn, prepared.results, prepared.sources, run_id=run_id,
                                         importer=importer, token=token)
                 return SaveResult(run_id, created=True, imported=written.describe(),
-                                  refused=_refusals(prepared, written), unlinked=written.unlinked)
+                                  refused=claims_refusals(prepared, written), unlinked=written.unlinked)
             insert_missing(conn, schema.source, prepared.sources)
             insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
     except StoreError as exc:
@@ -69,14 +69,26 @@ def _unchanged(prepared: PreparedRun) -> str | None:
 
 
 def _still_unlinked(conn: Connection, prepared: PreparedRun) -> tuple[UnlinkedName, ...]:
-    """A claims file stored before: the printed names its rows still leave unlinked (the catalog may have grown)."""
+    """A claims file stored before: the printed names its rows still leave unlinked (the catalog may have grown,
+    or a name been linked for its source)."""
     if prepared.format is not LogFormat.CLAIMS_CSV:
         return ()
-    known = catalog_from(conn)
-    return unlinked_in((link_record(r, known) for r in prepared.results), known)
+    return plan_claims(conn, prepared.results, prepared.sources, run_id=None, importer="cli").unlinked
 
 
-def _refusals(prepared: PreparedRun, written: ClaimsWrite) -> tuple[str, ...]:
+def plan_run(engine: Engine, prepared: PreparedRun, *, importer: str = "cli") -> tuple[int | None, ClaimsWrite]:
+    """What `save_run` would do with a prepared claims file, writing nothing (a dry run): the run already holding
+    these bytes, if any, and the rows it would add, update, leave unchanged, refuse and leave unlinked."""
+    with connection(engine, write=False) as conn:
+        existing = _run_id(conn, prepared.content_sha256)
+        plan = plan_claims(conn, prepared.results, prepared.sources, run_id=None, importer=importer)
+    if existing is not None:
+        return existing, ClaimsWrite(unchanged=len(prepared.results), unlinked=plan.unlinked)
+    return None, plan.outcome()
+
+
+def claims_refusals(prepared: PreparedRun, written: ClaimsWrite) -> tuple[str, ...]:
+    """Each row the store refused (or would refuse), as "FILE:LINE: reason"."""
     lines = (prepared.config.get("format_meta") or {}).get("lines") or []
     return tuple(f"{prepared.file_name}:{lines[i] if i < len(lines) else '?'}: {why}" for i, why in written.refused)
 

@@ -29,7 +29,7 @@ from perfledger.views import (
 )
 from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC
 from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
-from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts
+from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts, with_input_rows
 from perfledger.views.audit import table as audit_table
 from perfledger.views.links import HEADLINES, link
 from perfledger.views.output import (
@@ -133,4 +133,5 @@ __all__ = [
     "table",
     "time_to_train",
     "verdict_counts",
+    "with_input_rows",
 ]

@@ -88,6 +88,13 @@ def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFram
 ORDER = ("verdict", "source_id", "model_id", "n_devices")  # the table's rows, sorted stably
 
 
+def with_input_rows(table_frame: pl.DataFrame) -> pl.DataFrame:
+    """The table with `input_source`: the source of the first figure each verdict used (the page links it to that
+    source's rows on the Sources page, where the result ids of `inputs` are listed), empty when it used none."""
+    first = [next(iter(pairing.input_refs(text)), (None, None))[1] for text in table_frame["inputs"].to_list()]
+    return table_frame.with_columns(pl.Series("input_source", first, dtype=pl.String))
+
+
 def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in table_frame.group_by("verdict").len().iter_rows()}
 
@@ -108,20 +115,33 @@ def implausible_warnings(engine: Engine) -> dict[tuple[Any, ...], str]:
 
 
 def _implausible_claims(engine: Engine, state: AuditView) -> pl.DataFrame:
-    """The rows of `table(state)` (no filters) the audit calls implausible, in the table's order. Only the TFLOPS
-    audit judges plausibility, and from the claim and its peak alone: the implausible claims are found first, then
-    audited with the tokens/s rows of their models and accelerators (every row their audit can match), not the
-    whole store (1.5 s on 100,000 results)."""
+    """The rows of `table(state)` (no filters) the audit calls implausible, in the table's order: model-TFLOPS
+    claims above the MFU ceiling of their peak, and MFU claims above it, judged alike. Plausibility needs only the
+    claim and its peak, so the implausible claims are found first, then audited with the rows of their models and
+    accelerators (every row their audit can match), not the whole store (1.5 s on 100,000 results)."""
     rule = state.rule()
     models, accelerators = store.catalog(engine)
     claims = store.results(engine, metric=audit.CLAIM_METRIC, columns=("id", "accelerator_id", "precision", "value"))
-    ids = audit.implausible_ids(claims, accelerators, rule)
-    rows = store.results(engine, metric=audit.CLAIM_METRIC, ids=ids, columns=audit.INPUT_COLUMNS)
-    throughput = store.results(engine, metric=audit.THROUGHPUT_METRIC, model_ids=_ids_in(rows, "model_id"),
-                               accelerator_ids=_ids_in(rows, "accelerator_id"), columns=audit.INPUT_COLUMNS)
-    frame = audit.audit_claims(pl.concat([rows, throughput]).sort("id"), models, accelerators, rule)
-    return frame.filter(pl.col("plausibility") == "implausible").sort(list(ORDER), nulls_last=True,
-                                                                      maintain_order=True)
+    rows = store.results(engine, metric=audit.CLAIM_METRIC, ids=audit.implausible_ids(claims, accelerators, rule),
+                         columns=audit.INPUT_COLUMNS)
+    basis = _basis_of(engine, rows, [audit.THROUGHPUT_METRIC])
+    tflops = audit.audit_claims(pl.concat([rows, basis]).sort("id"), models, accelerators, rule)
+    mfu = store.results(engine, metric="mfu", columns=("id", "value"))
+    mfu_ids = mfu.filter(pl.col("value") > rule.mfu_ceiling)["id"].to_list()
+    mfu_rows = store.results(engine, metric="mfu", ids=mfu_ids, columns=audit.INPUT_COLUMNS)
+    basis = _basis_of(engine, mfu_rows, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
+    utilization = audit_mfu.audit_utilization(pl.concat([mfu_rows, basis]).sort("id"), models, accelerators, rule)
+    columns = [*WARNING_KEYS, *ORDER[:1], "plausibility", "explanation"]
+    both = pl.concat([tflops.select(columns), utilization.select(columns)])
+    return both.filter(pl.col("plausibility") == "implausible").sort(list(ORDER), nulls_last=True,
+                                                                     maintain_order=True)
+
+
+def _basis_of(engine: Engine, claims: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
+    """The rows of `metrics` of the claims' models and accelerators: every row their audits can match."""
+    return store.results(engine, metric=metrics,
+                         model_ids=_ids_in(claims, "model_id"), accelerator_ids=_ids_in(claims, "accelerator_id"),
+                         columns=audit.INPUT_COLUMNS)
 
 
 def _ids_in(rows: pl.DataFrame, column: str) -> list[str] | None:

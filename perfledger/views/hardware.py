@@ -69,9 +69,30 @@ def _scaled(ratio: float | None, first: float | None, second: float | None) -> f
     return safe(lambda: ratio * first / second)[0]
 
 
+PER_PEAK_METRICS = frozenset({"mfu", "hfu"})  # already a fraction of the peak: divided by it once, not twice
+
+
+def per_peak_and_watt(metric: str, ratio: float | None, peaks: tuple[float | None, float | None],
+                      watts: tuple[Any, Any]) -> tuple[float | None, float | None]:
+    """The ratio per unit of peak and per watt. An MFU ratio is already per peak (it is the per-peak ratio); its
+    per-watt ratio is that of the throughputs it stands for, MFU x peak.
+
+    >>> per_peak_and_watt("mfu", 0.816, (989.0, 459.0), (700, None))
+    (0.816, None)
+    >>> round(per_peak_and_watt("tokens_per_s_per_device", 2.0, (312.0, 989.0), (400, 700))[0], 3)
+    0.631
+    """
+    if metric in PER_PEAK_METRICS:
+        throughput = _scaled(ratio, peaks[1], peaks[0])  # second's MFU x peak over first's
+        return ratio, _scaled(throughput, watts[0], watts[1])
+    return _scaled(ratio, peaks[0], peaks[1]), _scaled(ratio, watts[0], watts[1])
+
+
 def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], accs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     ratio, why = safe(lambda: metrics.speedup(float(b["value"]), float(a["value"])))
     acc_a, acc_b = accs.get(str(a["accelerator_id"])), accs.get(str(b["accelerator_id"]))
+    per_peak, per_watt = per_peak_and_watt(str(a["metric"]), ratio, (_peak(acc_a, a), _peak(acc_b, b)),
+                                           ((acc_a or {}).get("tdp_w"), (acc_b or {}).get("tdp_w")))
     caveats = [why] if why else []
     if a["n_devices"] != b["n_devices"]:
         caveats.append(f"devices differ ({a['n_devices']} vs {b['n_devices']}): compared per device")
@@ -82,8 +103,7 @@ def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], accs: Mapping[str, Map
     return {
         "pair": f"{b['accelerator_id']} vs {a['accelerator_id']}", "model": a["model_id"], "metric": a["metric"],
         "ratio (second / first)": ratio,
-        "ratio per peak": _scaled(ratio, _peak(acc_a, a), _peak(acc_b, b)),
-        "ratio per watt": _scaled(ratio, (acc_a or {}).get("tdp_w"), (acc_b or {}).get("tdp_w")),
+        "ratio per peak": per_peak, "ratio per watt": per_watt,
         "first value": a["value"], "second value": b["value"], "workload": a["workload"],
         "precision": a["precision"], "first devices": a["n_devices"], "second devices": b["n_devices"],
         "caveats": "; ".join(caveats),

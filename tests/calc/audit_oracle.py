@@ -167,11 +167,13 @@ def _plausibility(claim: Mapping[str, Any], accels: Mapping[str, Mapping[str, An
 
 
 def _implausible_reason(value: float, util: float, precision: str, acc: Mapping[str, Any], rule: AuditRule) -> str:
-    reason = f"{util:.0%} of the dense {precision} peak exceeds the {rule.mfu_ceiling:.0%} ceiling"
+    reason = f"{util:.1%} of the dense {precision} peak exceeds the {rule.mfu_ceiling:.0%} ceiling"
     if precision != "fp8":
         try:
             fp8 = m.peak_tflops(acc, "fp8")
         except InvalidInput:
             return reason + "; no FP8 peak that would explain it (sparsity or a different FLOP count?)"
-        return reason + f"; plausible only in FP8 ({value / fp8.tflops:.0%} of the FP8 dense peak)"
+        if value / fp8.tflops > rule.mfu_ceiling:
+            return reason + f"; even the FP8 dense peak gives {value / fp8.tflops:.1%} (a sparse peak or another FLOP count?)"
+        return reason + f"; plausible only in FP8 ({value / fp8.tflops:.1%} of the FP8 dense peak)"
     return reason + "; check the FLOP count (recompute counted as model FLOPs?) or a sparse peak"

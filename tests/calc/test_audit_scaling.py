@@ -74,3 +74,17 @@ def test_a_claim_at_a_device_count_its_series_lacks_is_unchecked(rows: pl.DataFr
 def test_the_stated_baseline_device_count_is_read_from_its_text() -> None:
     assert audit_scaling.stated_base("same model on 8 nodes (64 GPUs) in this table") == 64
     assert audit_scaling.stated_base("Baseline scale not stated") is None
+
+
+def test_a_scaling_verdict_names_the_throughput_rows_it_used(rows: pl.DataFrame) -> None:
+    seed = rows.filter(pl.col("source_id") == README_2023, pl.col("model_id") == "gpt3-5b",
+                       pl.col("metric") == "tokens_per_s")
+    at = {n: seed.filter(pl.col("n_devices") == n)["id"][0] for n in seed["n_devices"].unique()}
+    default = claim_of(audit_scaling.audit_scaling(with_claim(rows, "gpt3-5b", 256, 0.898)))
+    assert str(default["inputs"]).startswith(f"result {at[256]} ({README_2023}")
+    assert f"; result {at[min(at)]} ({README_2023}" in str(default["inputs"])  # the base: the smallest count
+    other = claim_of(audit_scaling.audit_scaling(with_claim(rows, "gpt3-5b", 128, 1.054)))  # base-64 reproduces it
+    assert f"result {at[128]} " in str(other["inputs"]) and f"result {at[64]} " in str(other["inputs"])
+    unchecked = claim_of(audit_scaling.audit_scaling(with_claim(rows, "gpt3-175b", 1024, 0.9).with_columns(
+        n_devices=pl.when(pl.col("id") == -1).then(2048).otherwise(pl.col("n_devices")))))
+    assert unchecked["inputs"] is None

@@ -63,10 +63,17 @@ def test_press_times_without_a_token_count_are_unchecked_with_why(table: pl.Data
     assert set(press["reason"]) == {"the claim states no token count (none in its metric or note)"}
 
 
-def test_the_gtc_estimate_is_recomputed_from_its_mfu_and_the_fp16_peak(table: pl.DataFrame) -> None:
+def test_the_gtc_estimate_is_recomputed_from_its_mfu_and_the_fp16_peak_on_1000_cards(table: pl.DataFrame) -> None:
     gtc = table.filter(pl.col("source_id") == "gtic2023_nvidia_talk").row(0, named=True)
     assert gtc["recomputed"] / 86400 == pytest.approx(23.4, abs=0.1)  # 300B tokens, 1024 A800 at 50% of 312
-    assert gtc["verdict"] == "inconsistent" and "300B tokens on 1,024 devices" in gtc["reason"]
+    # "about 24 days on 1,000 cards": 1,000 devices give 23.96 days, so the device count is read both ways
+    assert gtc["verdict"] == "other convention" and gtc["convention"].endswith("1000-devices")
+    assert "1,024 devices read as 1,000" in gtc["reason"] and "(24.0 days)" in gtc["reason"]
+
+
+def test_a_round_thousand_of_devices_is_read_both_ways_and_other_counts_are_not() -> None:
+    assert [audit_time.thousand_reading(n) for n in (1000, 1024, 4096, 6000, 512, 1536)] == [
+        1024, 1000, 4000, 6144, None, None]
 
 
 def test_every_verdict_but_consistent_has_a_one_sentence_reason(table: pl.DataFrame) -> None:

@@ -135,3 +135,23 @@ def test_the_genslm_models_of_emani_et_al_have_their_published_shapes() -> None:
     for k in shapes:
         computed = _params_from_shape(rows[k])
         assert computed is not None and abs(computed / float(rows[k]["params"]) - 1) < 0.01
+
+
+def test_every_stored_peak_has_a_source_the_store_holds() -> None:
+    sources = {r["id"] for r in _rows("sources.csv")}
+    unsourced = [r["id"] for r in _rows("accelerators.csv")
+                 if any(r[p] for p in _PEAKS) and r["source_id"] not in sources]
+    assert not unsourced
+
+
+# The TPUs before Ironwood compute in bf16 (and int8): a Cloud TPU page listing "FP8" at the bf16 rate (v5p) is no
+# FP8 mode. Ironwood (tpu-v7) is the first with one, at twice its bf16 peak.
+_NO_FP8 = ("tpu-v2", "tpu-v3", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e")
+
+
+def test_only_hardware_with_an_fp8_mode_carries_an_fp8_peak() -> None:
+    rows = {r["id"]: r for r in _rows("accelerators.csv")}
+    assert {i: rows[i]["fp8_tflops"] for i in _NO_FP8 if rows[i]["fp8_tflops"]} == {}
+    tpus_with_fp8 = {i: r for i, r in rows.items() if i.startswith("tpu") and r["fp8_tflops"]}
+    assert set(tpus_with_fp8) <= {"tpu-v7"}
+    assert all(float(r["fp8_tflops"]) == 2 * float(r["bf16_tflops"]) for r in tpus_with_fp8.values())

@@ -128,7 +128,8 @@ def test_an_unknown_name_is_listed_then_linked_with_every_row(writable_engine: E
     listed = store.unlinked_names(writable_engine).filter(kind="model", printed_name="InHouse 7B (our table)")
     assert listed["rows"].to_list() == [3] and listed["nearest"][0]
     assert _check(writable_engine, _file(tmp_path, MODEL_HEADER, INHOUSE_7B)) is not None
-    assert store.link_name(writable_engine, "model", "InHouse 7B (our table)", "inhouse-7b") == 3
+    linked = store.link_name(writable_engine, "model", "InHouse 7B (our table)", "inhouse-7b", all_sources=True)
+    assert (linked.rows, linked.aliased) == (3, True)
     rows = store.results(writable_engine).filter(model_as_printed="InHouse 7B (our table)")
     assert rows["model_id"].to_list() == ["inhouse-7b"] * 3
     assert catalog.resolve_model("InHouse 7B (our table)", store.catalog_record(writable_engine)) == "inhouse-7b"
@@ -148,3 +149,23 @@ def test_linking_to_an_unknown_id_or_another_ids_alias_is_refused(writable_engin
         store.link_name(writable_engine, "model", "Foo 7B", "foo-7b")
     with pytest.raises(InvalidInput):
         store.link_name(writable_engine, "model", "Llama 2 7B", "llama2-13b")
+
+
+def test_a_model_row_with_a_head_dim_column_is_accepted_and_its_flops_use_it(writable_engine: Engine,
+                                                                              tmp_path: Path) -> None:
+    from perfledger.calc import flops as fl
+
+    wide = _file(tmp_path, MODEL_HEADER + ",head_dim",  # MaxText-like: 8 heads x 256 = 2048 against hidden 1024
+                 "wide-1b,inhouse,Wide 1B,1.1e9,16,1024,8,8,4096,32000,swiglu,2048,false,Wide 1B,our config,256")
+    checked = read_catalog_file(wide, store.catalog_record(writable_engine),
+                                frozenset(store.sources(writable_engine)["id"]))
+    assert not checked.refused and checked.accepted[0].row is not None
+    assert checked.accepted[0].row["head_dim"] == 256
+    done = _check(writable_engine, wide)
+    assert done is not None and done.added == 1
+    row = store.catalog_record(writable_engine).models["wide-1b"]
+    assert row["head_dim"] == 256 and fl.ModelShape.from_row(row).attention == 2048
+    bad = _file(tmp_path, MODEL_HEADER + ",head_dim",
+                "wide-2b,inhouse,Wide 2B,2e9,16,1024,8,8,4096,32000,swiglu,2048,false,Wide 2B,our config,-1", name="b.csv")
+    refused = read_catalog_file(bad, store.catalog_record(writable_engine), frozenset(store.sources(writable_engine)["id"]))
+    assert refused.refused and "head_dim" in refused.refused[0].reason

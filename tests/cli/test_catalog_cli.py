@@ -67,9 +67,10 @@ def test_refused_rows_exit_1_with_file_line_reason_and_nothing_stored(db: Path, 
 def test_link_names_how_many_stored_rows_it_linked(db: Path, tmp_path: Path) -> None:
     (tmp_path / "models.csv").write_text(MODELS, encoding="utf-8")
     assert run_cli("catalog", "add", str(tmp_path / "models.csv"), db=db).returncode == 0
-    out = run_cli("catalog", "link", "InHouse 7B (8k context)", "inhouse-7b", db=db)
+    out = run_cli("catalog", "link", "InHouse 7B (8k context)", "inhouse-7b", "--all-sources", db=db)
     assert out.returncode == 0, out.stderr
-    assert "linked 0 stored result rows printed 'InHouse 7B (8k context)' to model inhouse-7b" in out.stdout
+    assert ("linked 0 stored result rows of 0 sources printed 'InHouse 7B (8k context)' to model inhouse-7b; "
+            "'InHouse 7B (8k context)' is now an alias of inhouse-7b") in out.stdout
     unknown = run_cli("catalog", "link", "InHouse 7B", "inhouse-77b", db=db)
     assert unknown.returncode == 2 and "inhouse-7b" in unknown.stderr
 

@@ -27,3 +27,12 @@ def test_audit_page_filters_the_new_kinds_by_verdict(seeded_url: str, open_page:
     frame = at.dataframe[0].value
     assert set(frame["verdict"]) == {"inconsistent"}
     assert "time_to_train_s" in set(frame["metric"])
+
+
+def test_audit_page_links_each_verdicts_inputs_to_their_sources_rows(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("audit", "v=consistent")
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    linked = [v for v in frame["input_source"] if isinstance(v, str) and v.startswith("/sources?src=")]
+    assert len(linked) == len(frame) and all(str(i).startswith("result ") for i in frame["inputs"])

@@ -27,7 +27,7 @@ def test_a_result_naming_an_unknown_model_is_kept_unlinked_with_its_printed_name
 def test_storing_the_same_record_after_its_name_was_linked_adds_nothing(writable_engine: Engine) -> None:
     record = ResultRecord(metric="mfu", value=0.4, unit="fraction", model_as_printed="davinci (175B)")
     assert store.add_results(writable_engine, [record]) == 1
-    assert store.link_name(writable_engine, "model", "davinci (175B)", "gpt3-175b") == 1
+    assert store.link_name(writable_engine, "model", "davinci (175B)", "gpt3-175b").rows == 1
     assert store.add_results(writable_engine, [record]) == 0
 
 
