@@ -50,7 +50,10 @@ def _scan_pattern(vocabulary: Vocabulary) -> str:
     """One scan of a chunk's text (Polars' Rust regex, on a reader thread) finds the batch headers and the items
     with a name the vocabulary reads; the other items, often most lines (per-layer norms, images), fail at their
     name, so Python sees a dozen matches per batch, not every line."""
-    names = sorted({re.escape(row.key).replace(r"\*", r"[^\s:]+") for row in vocabulary.rows}, key=len, reverse=True)
+    # Composer's item names hold no space ("Train <name>: <value>"); leaving the vocabulary's spaced names out of the
+    # alternation halves the scan's time
+    names = sorted({re.escape(row.key).replace(r"\*", r"[^\s:]+") for row in vocabulary.rows if " " not in row.key},
+                   key=len, reverse=True)
     return r"Train (?:" + "|".join(names) + r"): [^\n]*|\[batch=[^\n]*"
 
 
