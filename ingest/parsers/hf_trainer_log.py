@@ -5,7 +5,8 @@ and the `***** train metrics *****` block (`train_runtime = 0:15:19.02`), plus `
 header lines (batch sizes, accumulation).
 
 A loss dict carries no step number: it takes the training bar's step count last seen before it. Printed dicts
-are read with ast.literal_eval (literals only, never code).
+are read with ast.literal_eval (literals only, never code), and their names through the key vocabulary
+(ingest/parsers/_records.py), as every record stream is.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, to_float, to_int
+from ingest.parsers._common import to_float, to_int
 from ingest.parsers._hf import summary_results
+from ingest.parsers._records import StepRecords
 from ingest.parsers.base import LogParser
+from ingest.parsers.metrics_file import record_text
 from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, steps_frame
+from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat
 
 _DICT = re.compile(r"\{'(?:loss|train_runtime|eval_loss|train_loss)'[^{}]*\}")
@@ -72,6 +75,7 @@ class HfTrainerLogParser(LogParser):
         self.eval_dicts = 0
         self.logging_steps: int | None = None
         self.precision: str | None = None
+        self.records = StepRecords()  # the dicts' names read through the key vocabulary
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
@@ -79,7 +83,10 @@ class HfTrainerLogParser(LogParser):
         for offset, line in enumerate(lines):
             for frame in line.split("\r") if "\r" in line else (line,):
                 self._frame(frame, first_lineno + offset, rows)
-        return steps_frame(rows)
+        if not rows:
+            return empty_steps()
+        names = dict.fromkeys(k for row in rows for k in row)
+        return self.records.steps(pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String)))
 
     def _frame(self, text: str, lineno: int, rows: list[dict[str, Any]]) -> None:
         if "/" in text and ("it/s" in text or "s/it" in text):
@@ -121,8 +128,7 @@ class HfTrainerLogParser(LogParser):
             self.steps += 1
             # HF logs when global_step % logging_steps == 0, so the k-th loss dict is step k * logging_steps
             step = self.steps * self.logging_steps if self.logging_steps else self.bar_step or self.steps
-            rows.append({"step": step, "loss": json_number(values.get("loss")),
-                         "lr": json_number(values.get("learning_rate")), "grad_norm": json_number(values.get("grad_norm"))})
+            rows.append({k: record_text(v) for k, v in values.items()} | {"step": str(step)})
         else:
             self.eval_dicts += 1
 

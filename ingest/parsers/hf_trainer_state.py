@@ -1,5 +1,5 @@
 """Hugging Face Trainer `trainer_state.json`: `log_history` entries (loss, learning_rate, grad_norm, epoch,
-step), eval/predict entries, and the final summary entry (train_runtime, train_samples_per_second,
+step, num_input_tokens_seen ...: read through the key vocabulary, ingest/parsers/_records.py), eval/predict entries, and the final summary entry (train_runtime, train_samples_per_second,
 train_steps_per_second, total_flos).
 
 log_history carries no timestamps, so steps have no step_time_s (a warning says so); the run's throughput
@@ -13,10 +13,12 @@ from typing import Any
 
 import polars as pl
 
-from ingest.parsers._common import json_number, to_int
+from ingest.parsers._common import to_int
 from ingest.parsers._hf import JsonFileParser, summary_results
+from ingest.parsers._records import StepRecords
+from ingest.parsers.metrics_file import record_text as _text
 from perfledger.errors import ParseError
-from perfledger.records import ParseSummary, RunConfig, empty_steps, steps_frame
+from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat
 
 
@@ -52,9 +54,17 @@ class HfTrainerStateParser(JsonFileParser):
 
     def steps_from(self, doc: Any) -> pl.DataFrame:
         history = doc.get("log_history") if isinstance(doc, dict) else None
-        return steps_frame(self._rows(history, quiet=True)[0]) if isinstance(history, list) else empty_steps()
+        if not isinstance(history, list):
+            return empty_steps()
+        rows = self._rows(history, quiet=True)[0]
+        if not rows:
+            return empty_steps()
+        return StepRecords().steps(pl.DataFrame(rows, schema=dict.fromkeys(dict.fromkeys(k for r in rows for k in r),
+                                                                           pl.String)))
 
     def _rows(self, history: list[Any], *, quiet: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The training entries as records of the names they log (read through the key vocabulary), and the
+        end-of-run summary entry."""
         rows: list[dict[str, Any]] = []
         summary: dict[str, Any] | None = None
         for index, entry in enumerate(history):
@@ -64,12 +74,11 @@ class HfTrainerStateParser(JsonFileParser):
             elif "train_runtime" in entry:
                 summary = entry
             elif "loss" in entry and isinstance(entry.get("step"), int):
-                if (step := to_int(entry["step"])) is None:
+                if to_int(entry["step"]) is None:
                     if not quiet:
                         self.problem(None, f"log_history[{index}]: step {entry['step']} is beyond 64 bits; skipped")
                     continue
-                rows.append({"step": step, "loss": json_number(entry.get("loss")),
-                             "lr": json_number(entry.get("learning_rate")), "grad_norm": json_number(entry.get("grad_norm"))})
+                rows.append({k: _text(v) for k, v in entry.items()})
         return rows, summary
 
 

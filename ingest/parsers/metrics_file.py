@@ -248,7 +248,7 @@ class MetricsFileParser(LogParser):
                 continue
             for name, value in obj.items():
                 if self.records.known(name):
-                    columns.setdefault(name, [None] * count).append(_text(value))
+                    columns.setdefault(name, [None] * count).append(record_text(value))
             count += 1
             for values in columns.values():
                 if len(values) < count:
@@ -277,11 +277,11 @@ class MetricsFileParser(LogParser):
         lists = sorted(_record_lists(doc, known), key=len, reverse=True)
         if lists:
             names = list(dict.fromkeys(k for record in lists[0] for k in record if known(k)))
-            return pl.DataFrame({k: [_text(r.get(k)) for r in lists[0]] for k in names},
+            return pl.DataFrame({k: [record_text(r.get(k)) for r in lists[0]] for k in names},
                                 schema=dict.fromkeys(names, pl.String))
         arrays = {k: v for k, v in doc.items() if isinstance(v, list) and known(k)}
         length = max((len(v) for v in arrays.values()), default=0)
-        return pl.DataFrame({k: [_text(x) for x in v] + [None] * (length - len(v)) for k, v in arrays.items()},
+        return pl.DataFrame({k: [record_text(x) for x in v] + [None] * (length - len(v)) for k, v in arrays.items()},
                             schema=dict.fromkeys(arrays, pl.String))
 
     def final_steps(self) -> pl.DataFrame:
@@ -340,7 +340,7 @@ def _record_lists(value: Any, known: Callable[[str], bool], depth: int = 0) -> I
         yield [r for r in value if isinstance(r, dict)]
 
 
-def _text(value: Any) -> str | None:
+def record_text(value: Any) -> str | None:
     """A JSON value as the text a column holds (numbers exactly, NaN kept); None for what is not a scalar."""
     if value is None or isinstance(value, dict | list):
         return None
