@@ -17,6 +17,7 @@ counter over the steps between, else a logged rate x the step time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -294,8 +295,9 @@ class StepRecords:
         if self.micro_batch is not None or expr is None:
             return
         values = frame.select(expr).to_series().drop_nulls()
-        if len(values) and values[0] == int(values[0]) > 0:
-            self.micro_batch = int(values[0])
+        first = values[0] if len(values) else None
+        if first is not None and math.isfinite(first) and 0 < first < 2**62 and first == int(first):
+            self.micro_batch = int(first)
 
     def step_time_note(self) -> str | None:
         """Where the step time came from, when it was not logged per step (for the run's warnings)."""

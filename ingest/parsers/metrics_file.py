@@ -32,6 +32,9 @@ from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import LogFormat
 
 DELIMITERS = (",", "\t")
+# A JSON line with more brackets than this is read by Python's json (which refuses deep nesting with a sentence)
+# rather than by Polars' NDJSON reader, which crashed the process on a line nested 50,000 deep.
+MAX_FAST_BRACKETS = 256
 _SNIFF_KEYS = ("step", "step_time_s", "elapsed_s", "wall_time")
 
 
@@ -223,6 +226,8 @@ class MetricsFileParser(LogParser):
         kept = lines if all(lines) else [line for line in lines if line.strip()]
         if not kept:
             return pl.DataFrame()
+        if max(line.count("{") + line.count("[") for line in kept) > MAX_FAST_BRACKETS:
+            return self._jsonl_by_line(lines, first_lineno)  # Polars' reader overflows its stack on deep nesting
         try:
             frame = pl.read_ndjson("\n".join(kept).encode(), infer_schema_length=None)
         except Exception:  # noqa: BLE001 - any refusal: read line by line to name the line at fault

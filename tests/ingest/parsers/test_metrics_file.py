@@ -168,3 +168,18 @@ def test_steps_logged_again_after_a_resume_are_set_aside_and_a_restart_is_kept()
     assert frame["step"].to_list() == [*range(1, 51), *range(1, 11)]
     assert frame.filter(pl.col("step") == 35)["step_time_s"].to_list() == [1.0]  # the first time it was logged
     assert summary.meta["records_set_aside"] == {"a step logged again after a resume": 10}
+
+
+def test_a_json_line_of_objects_nested_1000_deep_is_a_skipped_line_not_a_crash() -> None:
+    """Polars' NDJSON reader overflowed its stack on it and the process died (found by bench/fuzz.py)."""
+    deep = '{"step": 3, "loss": 2.0, "meta": ' + '{"a":' * 1000 + "1" + "}" * 1000 + "}"
+    text = jsonl([{"step": 1, "loss": 2.0, "step_time": 1.0}, {"step": 2, "loss": 2.0, "step_time": 1.0}])
+    summary, steps = parse_text(MetricsFileParser, text + deep + "\n", "metrics.jsonl")
+    assert steps["step"].to_list() == [1, 2]
+    assert summary.problems[0].line == 3 and "not a JSON object" in summary.problems[0].reason
+
+
+def test_an_infinite_micro_batch_is_not_read() -> None:
+    records = [{"step": s, "loss": 2.0, "trainer/device_train_microbatch_size": "inf"} for s in range(1, 4)]
+    summary, _ = parse_text(MetricsFileParser, jsonl(records), "metrics.jsonl")
+    assert summary.config.micro_batch is None
