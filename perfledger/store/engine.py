@@ -25,6 +25,7 @@ from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInit
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
+from perfledger.store.upgrade import widen_columns
 from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
@@ -170,10 +171,12 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
         conn = _connect(engine, write=write)
         with translated(engine), conn:
             if write:
+                sweep = str(engine.url) not in _SWEPT
+                if sweep:
+                    widen_columns(conn)  # a store of the release before: 64-bit steps, before anything is written
                 with conn.begin():
                     if is_duckdb(engine):
                         conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
-                    sweep = str(engine.url) not in _SWEPT
                     if sweep:
                         _sweep(engine, conn)
                     yield conn
@@ -221,7 +224,8 @@ _SWEPT: set[str] = set()  # the stores this process has written to once (the swe
 
 
 def _sweep(engine: Engine, conn: Connection) -> None:
-    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed."""
+    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed (the
+    columns of an older release were widened just before, see `upgrade`)."""
     if is_duckdb(engine):
         remove_orphan_rows(conn)
     remove_dead_spools()
