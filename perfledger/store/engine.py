@@ -7,6 +7,7 @@ Driver exceptions become perfledger errors here and nowhere else.
 
 from __future__ import annotations
 
+import errno
 import re
 import time
 from collections.abc import Iterator
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from duckdb import Error as DuckDBError
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
@@ -82,12 +84,47 @@ def lock_holder(message: str) -> str | None:
 _MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
 
 
+# How a full disk reads: the OS's ENOSPC, DuckDB's "Out of Memory Error: failed to offload data block" (its
+# temporary files could not grow), PostgreSQL's "could not extend file".
+_DISK_FULL = re.compile(r"No space left on device|failed to offload data block|could not extend file",
+                        re.IGNORECASE)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _DISK_FULL.search(str(exc)) is not None
+
+
+def disk_of(engine: Engine) -> str:
+    """The folder a store keeps its data in, in words: the DuckDB file's, else the database server's."""
+    database = engine.url.database
+    if is_duckdb(engine) and database not in (None, "", ":memory:"):
+        return str(Path(str(database)).resolve().parent)
+    return f"the database of {mask_url(str(engine.url))}"
+
+
+def store_fault(exc: BaseException, engine: Engine) -> StoreError | None:
+    """A driver's or the OS's exception that escaped `translated` (a lost connection, a full disk, a file that
+    cannot be read), as the StoreError that says it; None for any other exception (a bug: left to surface)."""
+    url = mask_url(str(engine.url))
+    if is_disk_full(exc):
+        return DiskFull(url, disk_of(engine))
+    if isinstance(exc, SQLAlchemyError | DuckDBError) or isinstance(exc, OSError) and exc.errno in _FILE_ERRNOS:
+        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        return StoreError(url, first[0] if first else type(exc).__name__)
+    return None
+
+
+_FILE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.ENOENT})
+
+
 @contextmanager
 def translated(engine: Engine) -> Iterator[None]:
-    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised or StoreError."""
+    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised, DiskFull or StoreError."""
     try:
         yield
     except DBAPIError as exc:
+        if exc.orig is not None and is_disk_full(exc.orig):
+            raise DiskFull(mask_url(str(engine.url)), disk_of(engine)) from exc
         holder = lock_holder(str(exc.orig))
         if holder is not None and is_duckdb(engine):
             raise StoreBusy(mask_url(str(engine.url)), holder) from exc
