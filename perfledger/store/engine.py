@@ -36,9 +36,15 @@ def engine_from_url(url: str | None = None) -> Engine:
     url = url or load_settings().db_url
     sa_url = sa.make_url(url)
     if sa_url.get_backend_name() == "duckdb" and sa_url.database not in (None, "", ":memory:"):
-        Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(mask_url(url), f"its folder cannot be created ({exc.strerror})") from None
+    # Read-only mode opens DuckDB read-only: a snapshot on a read-only volume can be served, and other readers
+    # (a copy out of the file) are not locked out.
+    read_only = sa_url.get_backend_name() == "duckdb" and load_settings().read_only
     try:
-        return sa.create_engine(sa_url, poolclass=NullPool)
+        return sa.create_engine(sa_url, poolclass=NullPool, connect_args={"read_only": True} if read_only else {})
     except Exception as exc:  # a bad URL or a missing driver: say which URL
         raise StoreError(mask_url(url), str(exc)) from exc
 
