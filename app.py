@@ -10,7 +10,7 @@ import streamlit as st
 
 from perfledger import store
 from perfledger.views import registry
-from screens._ui import settings
+from screens._ui import settings, store_boundary
 
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
 st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
@@ -27,5 +27,6 @@ with st.sidebar:
         st.badge("read-only", icon=":material/lock:", color="orange")
     st.caption("Every derived figure is recomputed by `perfledger.calc`; each table downloads as CSV.")
 
-with store.reading():  # the page's reads share one connection, and the file is free again after it
+# The page's reads share one connection, and the file is free again after it; any store fault is one sentence.
+with store.reading(), store_boundary():
     navigation.run()

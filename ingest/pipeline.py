@@ -25,7 +25,7 @@ from ingest import hints as hint
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
 from ingest.parsers.base import LogParser
-from ingest.spool import StepSpool
+from ingest.spool import StepSpool, backwards_warning
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
 from ingest.text import clean_text, iter_text_chunks
@@ -100,7 +100,8 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
         parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None)
         given = _hints(overrides)
         config = resolve_config(hint.apply(parsed.config, given))
-        parsed = replace(parsed, warnings=parsed.warnings + given.warnings)
+        clock = (backwards_warning(spool.backwards),) if spool.backwards else ()
+        parsed = replace(parsed, warnings=parsed.warnings + clock + given.warnings)
         summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config))
         prepared = PreparedRun(
             file_name=clean_text(Path(file_name).name),

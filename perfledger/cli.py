@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import subprocess
@@ -196,6 +197,8 @@ def cmd_copy(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # SQLAlchemy logs a rollback that fails after a fault (a full disk) with a traceback; the fault is said below.
+    logging.getLogger("sqlalchemy.pool").addHandler(logging.NullHandler())
     parser = build_parser()
     args = parser.parse_args(argv)
     commands = {
@@ -219,3 +222,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a driver's or the OS's fault of the store that escaped its translation
+        fault = _store_fault(exc, args)
+        if fault is None:
+            raise
+        print(f"error: {fault}", file=sys.stderr)
+        return 1
+
+
+def _store_fault(exc: Exception, args: argparse.Namespace) -> PerfledgerError | None:
+    """`exc` as the store's fault (the store the command writes to), or None when it is not one (a bug)."""
+    url = getattr(args, "dst", None) or getattr(args, "db", None)
+    try:
+        return store.store_fault(exc, store.engine_from_url(url))
+    except PerfledgerError as unusable:
+        return unusable

@@ -13,6 +13,7 @@
   * StoreError          the database refused or could not be reached
     * StoreBusy         another process holds DuckDB's write lock
     * ReadOnlyStore     writes are switched off (PERFLEDGER_READ_ONLY)
+    * DiskFull          the disk holding the store (or its spool) has no space left
 """
 
 from __future__ import annotations
@@ -102,3 +103,12 @@ class ReadOnlyStore(StoreError):
         self.url = url
         self.reason = "read-only"
         Exception.__init__(self, f"the store {url} is read-only here (PERFLEDGER_READ_ONLY=1); writes are off")
+
+
+class DiskFull(StoreError):
+    def __init__(self, url: str, where: str) -> None:
+        self.url = url
+        self.where = where
+        self.reason = f"the disk holding {where} is full"
+        Exception.__init__(self, f"the store {url} could not be written: the disk holding {where} is full; "
+                                 "free some space there and try again (nothing was stored)")

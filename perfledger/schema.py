@@ -96,8 +96,8 @@ run = Table(
     Column("config", Text, nullable=False),  # JSON: RunConfig.stated() plus format extras
     Column("warnings", Text, nullable=False),  # JSON list of sentences
     Column("summary", Text),  # JSON: steady-state window, rule parameters and figures
-    Column("n_steps", Integer, nullable=False),
-    Column("skipped_lines", Integer, nullable=False),
+    Column("n_steps", BigInteger, nullable=False),  # 64-bit, as every step number (perfledger.store.upgrade)
+    Column("skipped_lines", BigInteger, nullable=False),
     Column("source_id", String),
     Column("note", Text),
 )
@@ -106,7 +106,7 @@ step = Table(
     "step",
     metadata,
     Column("run_id", Integer, nullable=False),
-    Column("step", Integer, nullable=False),
+    Column("step", BigInteger, nullable=False),  # logs count steps past 2**31 (a global sample index, say)
     Column("step_time_s", Float),
     Column("tokens", Float),
     Column("samples", Float),

@@ -6,7 +6,8 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
@@ -78,6 +79,22 @@ def engine() -> Engine:
         return _engine(settings().db_url)
     except PerfledgerError as exc:
         render_error(exc)
+
+
+@contextmanager
+def store_boundary() -> Iterator[None]:
+    """The one error boundary of a page run (app.py runs every page inside it): an error a person can act on, and
+    any driver or OS fault of the store (perfledger.store.store_fault), becomes one sentence; a bug still
+    surfaces as one."""
+    try:
+        yield
+    except PerfledgerError as exc:
+        render_error(exc)
+    except Exception as exc:
+        fault = store.store_fault(exc, engine())
+        if fault is None:
+            raise
+        render_error(fault)
 
 
 def render_error(exc: PerfledgerError) -> NoReturn:

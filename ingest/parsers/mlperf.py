@@ -291,7 +291,12 @@ class MlperfParser(LogParser):
         if status != "success":
             warnings.append(f"run_stop status is {status!r}, not 'success': not a valid MLPerf result")
             return None
-        return (self.run_stop_ms - self.run_start_ms) / 1000.0
+        took = (self.run_stop_ms - self.run_start_ms) / 1000.0
+        if took <= 0:  # a clock that stepped back (or none that moved): never a measured time to train
+            warnings.append(f"run_stop is at or before run_start ({took:+,.3f} s: a clock that stepped back?): "
+                            "no time-to-train result")
+            return None
+        return took
 
     def _trained_tokens(self) -> float | None:
         if self.values.get("submission_benchmark") in TOKEN_COUNTED_BENCHMARKS:

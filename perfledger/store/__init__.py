@@ -20,7 +20,7 @@ from perfledger.store.catalog_table import (
     unlinked_names,
 )
 from perfledger.store.copy import copy_store
-from perfledger.store.engine import engine_from_url, is_duckdb, mask_url, reading
+from perfledger.store.engine import engine_from_url, is_duckdb, mask_url, reading, store_fault
 from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
 from perfledger.store.read import (
     RUN_LIST_FIELDS,
@@ -50,5 +50,5 @@ __all__ = [
     "add_results", "catalog", "catalog_record", "catalog_rows", "claims_refusals", "copy_store", "counts", "create_schema", "delete_run", "drop_schema",
     "engine_from_url", "find_run", "finite_or_none", "has_data", "has_schema", "init_store", "is_duckdb",
     "link_name", "mask_url", "models", "plan_run", "query", "reading", "rebuild_store", "result_counts", "result_row_key", "results", "run",
-    "runs", "save_catalog_rows", "save_run", "schema", "sources", "step_times", "steps", "unlinked_names", "write_stamp",
+    "runs", "save_catalog_rows", "save_run", "schema", "sources", "step_times", "steps", "store_fault", "unlinked_names", "write_stamp",
 ]

@@ -7,6 +7,7 @@ Driver exceptions become perfledger errors here and nowhere else.
 
 from __future__ import annotations
 
+import errno
 import re
 import time
 from collections.abc import Iterator
@@ -17,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from duckdb import Error as DuckDBError
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from perfledger.errors import ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
+from perfledger.store.upgrade import widen_columns
 from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
@@ -33,9 +36,15 @@ def engine_from_url(url: str | None = None) -> Engine:
     url = url or load_settings().db_url
     sa_url = sa.make_url(url)
     if sa_url.get_backend_name() == "duckdb" and sa_url.database not in (None, "", ":memory:"):
-        Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(sa_url.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(mask_url(url), f"its folder cannot be created ({exc.strerror})") from None
+    # Read-only mode opens DuckDB read-only: a snapshot on a read-only volume can be served, and other readers
+    # (a copy out of the file) are not locked out.
+    read_only = sa_url.get_backend_name() == "duckdb" and load_settings().read_only
     try:
-        return sa.create_engine(sa_url, poolclass=NullPool)
+        return sa.create_engine(sa_url, poolclass=NullPool, connect_args={"read_only": True} if read_only else {})
     except Exception as exc:  # a bad URL or a missing driver: say which URL
         raise StoreError(mask_url(url), str(exc)) from exc
 
@@ -81,12 +90,47 @@ def lock_holder(message: str) -> str | None:
 _MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
 
 
+# How a full disk reads: the OS's ENOSPC, DuckDB's "Out of Memory Error: failed to offload data block" (its
+# temporary files could not grow), PostgreSQL's "could not extend file".
+_DISK_FULL = re.compile(r"No space left on device|failed to offload data block|could not extend file",
+                        re.IGNORECASE)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _DISK_FULL.search(str(exc)) is not None
+
+
+def disk_of(engine: Engine) -> str:
+    """The folder a store keeps its data in, in words: the DuckDB file's, else the database server's."""
+    database = engine.url.database
+    if is_duckdb(engine) and database not in (None, "", ":memory:"):
+        return str(Path(str(database)).resolve().parent)
+    return f"the database of {mask_url(str(engine.url))}"
+
+
+def store_fault(exc: BaseException, engine: Engine) -> StoreError | None:
+    """A driver's or the OS's exception that escaped `translated` (a lost connection, a full disk, a file that
+    cannot be read), as the StoreError that says it; None for any other exception (a bug: left to surface)."""
+    url = mask_url(str(engine.url))
+    if is_disk_full(exc):
+        return DiskFull(url, disk_of(engine))
+    if isinstance(exc, SQLAlchemyError | DuckDBError) or isinstance(exc, OSError) and exc.errno in _FILE_ERRNOS:
+        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        return StoreError(url, first[0] if first else type(exc).__name__)
+    return None
+
+
+_FILE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.ENOENT})
+
+
 @contextmanager
 def translated(engine: Engine) -> Iterator[None]:
-    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised or StoreError."""
+    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised, DiskFull or StoreError."""
     try:
         yield
     except DBAPIError as exc:
+        if exc.orig is not None and is_disk_full(exc.orig):
+            raise DiskFull(mask_url(str(engine.url)), disk_of(engine)) from exc
         holder = lock_holder(str(exc.orig))
         if holder is not None and is_duckdb(engine):
             raise StoreBusy(mask_url(str(engine.url)), holder) from exc
@@ -170,10 +214,12 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
         conn = _connect(engine, write=write)
         with translated(engine), conn:
             if write:
+                sweep = str(engine.url) not in _SWEPT
+                if sweep:
+                    widen_columns(conn)  # a store of the release before: 64-bit steps, before anything is written
                 with conn.begin():
                     if is_duckdb(engine):
                         conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
-                    sweep = str(engine.url) not in _SWEPT
                     if sweep:
                         _sweep(engine, conn)
                     yield conn
@@ -221,7 +267,8 @@ _SWEPT: set[str] = set()  # the stores this process has written to once (the swe
 
 
 def _sweep(engine: Engine, conn: Connection) -> None:
-    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed."""
+    """On this process's first write to a store: what killed processes left (see `leftovers`) is removed (the
+    columns of an older release were widened just before, see `upgrade`)."""
     if is_duckdb(engine):
         remove_orphan_rows(conn)
     remove_dead_spools()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from perfledger.errors import StoreBusy
+from perfledger.errors import StoreBusy, StoreError
 from perfledger.settings import load_settings
 
 WRITER_QUEUE_ROUNDS = 30  # a writer waits at most this many lock waits for its turn in all (default 300 s)
@@ -53,7 +53,11 @@ def writer_turn(engine: Engine, masked_url: str) -> Iterator[None]:
     if path is None or str(path) in held:
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only volume or folder: say so, and how such a store can still be served
+        raise StoreError(masked_url, f"the writers' lock file {path} cannot be created ({exc.strerror}); a store "
+                                     "on a read-only volume can be served with PERFLEDGER_READ_ONLY=1") from None
     try:
         waited = _take(fd, masked_url)
         os.ftruncate(fd, 0)

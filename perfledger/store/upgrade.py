@@ -1,0 +1,47 @@
+"""Stores made by an earlier release brought up to this schema in place, at the first write of a process.
+
+Steps and step counts were 32-bit (INTEGER) until 64-bit steps: such a store reads as before, and its first
+writer widens the columns in WIDENED to BIGINT before anything else, so a step of 2**31 or more stores. The rows
+are kept; the change is one ALTER per column (PostgreSQL rewrites the table once, DuckDB converts the column).
+DuckDB refuses to change the type of a column an index covers, and stores made before the step index became
+PostgreSQL's alone still carry it (see schema.step): on DuckDB that index is dropped first, in its own
+transaction (DuckDB checks the dependency against committed state), which loses nothing DuckDB reads by.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy import Connection
+
+from perfledger import schema
+
+WIDENED: tuple[tuple[sa.Table, str], ...] = ((schema.step, "step"), (schema.run, "n_steps"),
+                                             (schema.run, "skipped_lines"))
+_OLD_STEP_INDEX = "ix_step_run"
+
+
+def narrow_columns(conn: Connection) -> list[tuple[str, str]]:
+    """The (table, column) pairs of WIDENED that the store holds as a type narrower than BIGINT."""
+    tables = sorted({t.name for t, _ in WIDENED})
+    rows = conn.execute(sa.text(
+        "SELECT table_name, column_name, lower(data_type) FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name IN :tables"
+    ).bindparams(sa.bindparam("tables", expanding=True)), {"tables": tables}).all()
+    kinds = {(str(t), str(c)): str(k) for t, c, k in rows}
+    return [(t.name, c) for t, c in WIDENED if kinds.get((t.name, c), "bigint") not in ("bigint", "int8")]
+
+
+def widen_columns(conn: Connection) -> list[str]:
+    """Widen the narrow columns to BIGINT, each step in its own transaction on `conn` (which must not be in one);
+    what was widened, as "table.column"."""
+    with conn.begin():
+        narrow = narrow_columns(conn)
+    if not narrow:
+        return []
+    if conn.dialect.name == "duckdb" and ("step", "step") in narrow:
+        with conn.begin():
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {_OLD_STEP_INDEX}")
+    with conn.begin():
+        for table, column in narrow:
+            conn.exec_driver_sql(f'ALTER TABLE {table} ALTER COLUMN "{column}" TYPE BIGINT')
+    return [f"{t}.{c}" for t, c in narrow]

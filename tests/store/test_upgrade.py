@@ -1,0 +1,79 @@
+"""Steps past 32 bits store and read back on both engines, and a store made with 32-bit step columns (the release
+before) is widened in place at its first write, its rows kept."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+import sqlalchemy as sa
+
+from ingest.pipeline import ingest_path
+from perfledger import cli, schema, store
+
+HUGE_STEPS = [2**31 + i for i in range(30)] + [2**40 + i for i in range(30)]
+
+
+def megatron_log(path: Path, steps: list[int]) -> Path:
+    """A Megatron-style log whose iterations carry `steps`."""
+    lines = [f" iteration {s:>8}/ 2000000000000 | consumed samples: {s * 8} | elapsed time per iteration (ms): "
+             f"1000.0 | learning rate: 1.000E-04 | global batch size:     8 | lm loss: 2.500000E+00 | "
+             "loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |" for s in steps]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def exported_steps(url: str, run_id: int, capsysbinary: pytest.CaptureFixture[bytes]) -> list[int]:
+    assert cli.main(["export", "runs", f"run={run_id}", "--db", url]) == 0
+    return pl.read_csv(io.BytesIO(capsysbinary.readouterr().out))["step"].to_list()
+
+
+def test_steps_of_2_to_the_31_and_40_store_and_read_back(new_store_url: Callable[..., str], tmp_path: Path,
+                                                        capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    url = new_store_url("huge")
+    engine = store.engine_from_url(url)
+    store.create_schema(engine)
+    outcome = ingest_path(engine, megatron_log(tmp_path / "huge.log", HUGE_STEPS))
+    assert outcome.created and outcome.run_id is not None
+    assert store.steps(engine, outcome.run_id)["step"].to_list() == HUGE_STEPS
+    assert store.run(engine, outcome.run_id).n_steps == len(HUGE_STEPS)  # type: ignore[union-attr]
+    assert exported_steps(url, outcome.run_id, capsysbinary) == HUGE_STEPS
+
+
+def old_metadata() -> sa.MetaData:
+    """The tables as the release before this one made them: 32-bit steps and step counts, and the step index on
+    every engine."""
+    old = sa.MetaData()
+    for table in schema.TABLES:
+        copy = table.to_metadata(old)
+        for name in ("step", "n_steps", "skipped_lines"):
+            if name in copy.c:
+                copy.c[name].type = sa.Integer()
+    for index in list(old.tables["step"].indexes):
+        old.tables["step"].indexes.discard(index)
+    sa.Index("ix_step_run", old.tables["step"].c.run_id, old.tables["step"].c.step)
+    return old
+
+
+def test_a_store_with_32_bit_steps_is_widened_in_place_and_keeps_its_rows(
+        backend: str, new_store_url: Callable[..., str], tmp_path: Path,
+        capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    url = new_store_url("old")
+    raw = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with raw.begin() as conn:
+        old_metadata().create_all(conn)
+    raw.dispose()
+    engine = store.engine_from_url(url)
+    small = ingest_path(engine, megatron_log(tmp_path / "small.log", list(range(1, 41))))
+    assert small.run_id is not None
+    huge = ingest_path(engine, megatron_log(tmp_path / "huge.log", HUGE_STEPS))
+    assert huge.created and huge.run_id is not None
+    assert exported_steps(url, huge.run_id, capsysbinary) == HUGE_STEPS
+    assert exported_steps(url, small.run_id, capsysbinary) == list(range(1, 41))
+    with engine.connect() as conn:
+        kinds = {(c["name"]): c["type"] for c in sa.inspect(conn).get_columns("step")}
+        run_kinds = {(c["name"]): c["type"] for c in sa.inspect(conn).get_columns("run")}
+    assert isinstance(kinds["step"], sa.BigInteger) and isinstance(run_kinds["n_steps"], sa.BigInteger)
