@@ -328,6 +328,6 @@ def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *
                   .mark_line(point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format="~s") if x == "tokens" else alt.Axis()),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
-        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="top", labelLimit=400, columns=1)),
+        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="right", labelLimit=160)),
         tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)],
     ).properties(height=240))
