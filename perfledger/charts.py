@@ -107,8 +107,10 @@ def speedup_bars(frame: pl.DataFrame) -> Drawn:
     return _drawn((_labelled(bars, data.height, "speedup (x)", ".2f") + one).properties(title=title, height=alt.Step(16)))
 
 
-def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
-    """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis)."""
+def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> Drawn:
+    """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis), `fmt` the
+    d3 format of its derived figure (a stated precision that never rounds whole digits away: ",.4~r" showed
+    16,913 tokens/s as 16,910). The stored value in the tooltip reads as stored."""
     data, drawn = _most_bars(frame.filter(pl.col("normalized").is_not_null()).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?") + pl.lit(" dev"),
                        pl.col("precision").fill_null("?"), pl.col("source").fill_null("?"),
@@ -120,10 +122,10 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
                 axis=_ROW_TITLE_ABOVE),
         x=alt.X("normalized:Q", title=title),
         color=_colour(data, "accelerator"),
-        tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=",.4g"),
-                 alt.Tooltip("normalized:Q", format=",.4g"), "source", "result id"],
+        tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=","),
+                 alt.Tooltip("normalized:Q", format=fmt), "source", "result id"],
     )
-    return _drawn(_labelled(bars, data.height, "normalized", ",.4~r").properties(
+    return _drawn(_labelled(bars, data.height, "normalized", fmt).properties(
         title=_titled(f"{title} per stored figure, by accelerator", drawn), height=alt.Step(20)))
 
 
@@ -202,10 +204,11 @@ def time_vs_devices(frame: pl.DataFrame) -> Drawn:
         title=alt.TitleParams("Time to train vs devices", subtitle="red: the chosen device count"), height=320))
 
 
-# Step charts draw at most two points per this many slices of a run's steps (and per phase). Every step of the
-# 1 GB bench log (2.44 M) made a 250 MB chart message, which Streamlit refuses above 200 MB; no screen shows more
-# columns than this anyway.
-STEP_BUCKETS = 2_000
+# A per-step chart draws at most this many rows whatever its number of series (phases, the log's own figure, runs
+# overlaid): Altair refuses a dataset of over 5,000 rows, and a run page drawing two series of 4,000 rows each
+# crashed from about 2,600 steps. Every step of the 1 GB bench log (2.44 M) had made a 250 MB chart message too.
+MOST_POINTS = 4_000
+STEP_BUCKETS = MOST_POINTS // 2  # envelope's slices for one series: two rows (lowest, highest) a slice
 
 
 def envelope(frame: pl.DataFrame, value: str, *, by: tuple[str, ...] = (),
@@ -225,18 +228,28 @@ def envelope(frame: pl.DataFrame, value: str, *, by: tuple[str, ...] = (),
     return indexed.filter(pl.col("_row").is_in(keep.implode())).drop("_row")
 
 
+def bounded(frame: pl.DataFrame, value: str, *, by: tuple[str, ...] = (), points: int = MOST_POINTS) -> pl.DataFrame:
+    """At most `points` rows of `frame` to draw `value` against step, however many `by` groups it holds: every row
+    when they fit, else the envelope with each group's equal share of the slices (one slice at least a group)."""
+    data = frame.filter(pl.col(value).is_not_null())
+    if data.height <= points:
+        return data
+    groups = data.select(by).n_unique() if by else 1
+    return envelope(data, value, by=by, buckets=max(1, points // (2 * groups)))
+
+
 def _drawn_title(text: str, drawn: pl.DataFrame, frame: pl.DataFrame, value: str) -> alt.TitleParams:
     total = frame[value].count()
     if drawn.height == total:
         return alt.TitleParams(text)
-    return alt.TitleParams(text, subtitle=f"{drawn.height:,} of {total:,} steps drawn: the lowest and highest of each "
-                                          f"1/{STEP_BUCKETS:,} of the run (the CSV holds every step)")
+    return alt.TitleParams(text, subtitle=f"{drawn.height:,} of {total:,} steps drawn: the lowest and highest of "
+                                          "each slice of the run (the CSV holds every step)")
 
 
 def step_times(frame: pl.DataFrame) -> Drawn:
     """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
     colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
-    drawn = envelope(frame, "step_time_s", by=("phase",))
+    drawn = bounded(frame, "step_time_s", by=("phase",))
     title = _drawn_title("step time", drawn, frame, "step_time_s")
     return _drawn(alt.Chart(drawn, title=title).mark_circle(size=18).encode(
         x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
@@ -245,7 +258,7 @@ def step_times(frame: pl.DataFrame) -> Drawn:
 
 
 def loss_curve(frame: pl.DataFrame) -> Drawn:
-    drawn = envelope(frame, "loss")
+    drawn = bounded(frame, "loss")
     return _drawn(alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
         x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
     ).properties(height=220))
@@ -285,8 +298,9 @@ def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, pr
     series = [(value, _RECOMPUTED)] + ([(printed, _PRINTED)] if printed and printed in frame.columns
                                        and frame[printed].fill_nan(None).count() else [])
     names = [name for _, name in series]
-    long = pl.concat([envelope(frame.select("step", pl.col(c).fill_nan(None).alias("value")), "value").with_columns(
-        pl.lit(name).alias("figure")) for c, name in series])
+    long = pl.concat([bounded(frame.select("step", pl.col(c).fill_nan(None).alias("value")), "value",
+                              points=MOST_POINTS // len(series)).with_columns(pl.lit(name).alias("figure"))
+                      for c, name in series])
     drawn_title = _drawn_title(title, long.filter(pl.col("figure") == _RECOMPUTED), frame, value) \
         if frame[value].count() else alt.TitleParams(title)
     lines = alt.Chart(long).mark_line(point=alt.OverlayMarkDef(size=12)).encode(
@@ -305,11 +319,17 @@ def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *
     """One figure for several runs on the same axes, one colour per run, against step or tokens seen."""
     x_col, x_title = ("tokens_seen", "tokens seen") if x == "tokens" else ("step", "step")
     columns = ["run", "step", value] + (["tokens_seen"] if x == "tokens" else [])
-    drawn = envelope(frame.select(columns).with_columns(pl.col(value).fill_nan(None)), value, by=("run",))
-    return _drawn(alt.Chart(drawn, title=alt.TitleParams(title, subtitle=f"{frame['run'].n_unique()} runs by {x_title}"))
+    data = frame.select(columns).with_columns(pl.col(value).fill_nan(None))
+    runs = data["run"].unique(maintain_order=True).to_list()
+    share = MOST_POINTS // max(1, len(runs))  # each run its own slices of its own steps: runs differ in length
+    drawn = pl.concat([bounded(data.filter(pl.col("run") == r), value, points=share) for r in runs]) if runs else data
+    subtitle = f"{len(runs)} runs by {x_title}" + ("" if drawn.height == data[value].count() else
+                                                   f"; {drawn.height:,} of {data[value].count():,} steps drawn: "
+                                                   "the lowest and highest of each slice of each run")
+    return _drawn(alt.Chart(drawn, title=alt.TitleParams(title, subtitle=subtitle))
                   .mark_line(point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format="~s") if x == "tokens" else alt.Axis()),
         y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
-        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="top", labelLimit=400, columns=1)),
+        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="right", labelLimit=160)),
         tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)],
     ).properties(height=240))

@@ -259,6 +259,9 @@ _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (
 
 MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keeps them all
 MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
+# A stored, quoted figure as stored: every significant digit, thousands grouped (Streamlit's sprintf prints %g
+# without a precision as the number's shortest text). "%,.4g" showed NVIDIA's 10,752 GPUs as 10,750.
+AS_STORED = "%,g"
 
 
 def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:

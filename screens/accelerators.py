@@ -11,10 +11,11 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": "%,.1f", "peak TFLOPS used": "%.1f", "ratio (second / first)": "%.2fx", "ratio per peak": "%.2fx",
-           "ratio per watt": "%.2fx", "first value": "%,.1f", "second value": "%,.1f", "memory (GB)": "%,.0f",
+FORMATS = {"value": _ui.AS_STORED, "peak TFLOPS used": "%.1f", "ratio (second / first)": "%.2fx", "ratio per peak": "%.2fx",
+           "ratio per watt": "%.2fx", "first value": _ui.AS_STORED, "second value": _ui.AS_STORED, "memory (GB)": "%,.0f",
            "TDP (W)": "%,.0f", "bandwidth (TB/s)": "%.2f"}
 NORM_FORMATS = {"device": "%,.1f", "mfu": "percent", "watt": "%,.3f", "dollar": "%,.1f"}
+BAR_LABELS = {"device": ",.1~f", "mfu": ".1%", "watt": ",.3~f", "dollar": ",.1~f"}  # the same precisions, in d3's words
 METRICS = (views.TOKEN_METRIC, views.TFLOPS_METRIC)
 db = _ui.engine()
 state = _ui.page_state(PAGE)
@@ -81,7 +82,8 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
-_ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0]), state, "bars")
+_ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0], fmt=BAR_LABELS[state.norm]), state,
+          "bars")
 _ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)

@@ -14,7 +14,7 @@ from screens._upload import upload_panel
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
-           "step_time_s_median": "%.3f", "value": "%,.6g", "printed": "%,.6g", "recomputed": "%,.6g",
+           "step_time_s_median": "%.3f", "value": _ui.AS_STORED, "printed": _ui.AS_STORED, "recomputed": "%,.6g",
            "relative_difference": "percent"}
 SHOWN_FIRST = ("id", "file_name", "tokens_per_s_per_device", "mfu", "model_tflops_per_device")  # the run, its figures
 db = _ui.engine()

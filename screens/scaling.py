@@ -10,7 +10,7 @@ from perfledger import charts, store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": "%,.2f", "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
+FORMATS = {"value": _ui.AS_STORED, "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
            "scaling efficiency": "percent"}
 SECTION_LABELS = {"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}
 CHARTS, CHART_LABELS = views.scaling.CHARTS, views.scaling.CHART_LABELS

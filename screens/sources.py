@@ -36,7 +36,7 @@ if state.source:
     _ui.web_link(st, src["url"])
     st.caption(_ui.plain(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows"))
 table = _ui.compute(PAGE, state, db)
-_ui.show_table(table, {"value": "%,.4g"}, key="sources_table")
+_ui.show_table(table, {"value": _ui.AS_STORED}, key="sources_table")
 _ui.download(state, table)
 
 if not state.source:

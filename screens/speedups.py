@@ -11,7 +11,7 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"speedup (x)": "%.2fx", "baseline value": "%,.0f", "candidate value": "%,.0f",
+FORMATS = {"speedup (x)": "%.2fx", "baseline value": _ui.AS_STORED, "candidate value": _ui.AS_STORED,
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
 WIDTHS = {"baseline": 190, "candidate": 190, "caveats": 400}  # px: the pair, its ratio and caveats fit at 1440px

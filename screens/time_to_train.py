@@ -41,6 +41,18 @@ state = replace(state, mode=mode,
                                        key=_ui.key(PAGE, "p"), disabled=mode != "peak"),
                 usd_per_hour=float(c8.number_input("$ per device-hour (0 = no cost)", 0.0, 1000.0, state.usd_per_hour,
                                                    step=0.5, key=_ui.key(PAGE, "usd"))))
+if state.mode == "measured":  # only the stored rows of the chosen model and accelerator, the one used shown
+    if (refused := views.time_to_train.foreign_row(state, db)) is not None:
+        st.warning(_ui.plain(refused[:1].upper() + refused[1:] + "; pick one of the pair's rows below."),
+                   icon=":material/warning:")
+        state = replace(state, row=0)
+    rows = {r["id"]: r for r in views.time_to_train.measured_rows(state, db).iter_rows(named=True)}
+    if rows:
+        ids = list(rows)
+        state = replace(state, row=int(st.selectbox(
+            "Measured row (tokens/s/device of this model on this accelerator)", ids, key=_ui.key(PAGE, "r"),
+            index=ids.index(state.row) if state.row in ids else 0,
+            format_func=lambda i: views.time_to_train.measured_label(rows[i]))))
 _ui.keep_in_url(state)
 _ui.describe(state)
 

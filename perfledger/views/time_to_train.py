@@ -45,11 +45,43 @@ TTT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+MEASURED_COLUMNS = ("id", "value", "n_devices", "precision", "framework", "workload", "source_id")
+
+
+def measured_rows(state: TimeToTrainView, engine: Engine) -> pl.DataFrame:
+    """The stored tokens/s/device rows of the view's model and accelerator, by id: the rows measured mode may use."""
+    rows = store.results(engine, metric=TOKEN_METRIC, model_ids=[state.model], accelerator_ids=[state.accelerator])
+    return rows.select(MEASURED_COLUMNS).sort("id")
+
+
+def measured_label(row: dict[str, Any]) -> str:
+    """A measured row as the page offers it: value, devices, precision and source."""
+    devices = f"{row['n_devices']:,} devices" if row.get("n_devices") else "devices unstated"
+    return (f"result {row['id']}: {row['value']:,g} tokens/s/device · {devices} · "
+            f"{row.get('precision') or 'unstated'} precision · {row.get('source_id') or 'no source'}")
+
+
+def foreign_row(state: TimeToTrainView, engine: Engine) -> str | None:
+    """Why the view's measured row `r` cannot be used (no such result, or one of another model, accelerator or
+    metric); None when it can, or when none is given."""
+    if state.mode != "measured" or not state.row or state.row in measured_rows(state, engine)["id"].to_list():
+        return None
+    found = store.results(engine, ids=[state.row], columns=("id", "model_id", "accelerator_id", "metric"))
+    if not found.height:
+        return f"there is no result {state.row}, so it is not used"
+    r = found.row(0, named=True)
+    return (f"result {state.row} is {r['metric']} of {r['model_id'] or 'an unnamed model'} on "
+            f"{r['accelerator_id'] or 'an unnamed accelerator'}, not a tokens/s/device row of {state.model} on "
+            f"{state.accelerator}, so it is not used")
+
+
 def measured_row(state: TimeToTrainView, engine: Engine) -> dict[str, Any] | None:
-    """The measured tokens/s/device row the projection uses: `r` when given, else the first for model+accelerator."""
-    rows = store.results(engine, metric=TOKEN_METRIC)
-    chosen = rows.filter(pl.col("id") == state.row) if state.row else rows.filter(
-        pl.col("model_id") == state.model, pl.col("accelerator_id") == state.accelerator)
+    """The measured tokens/s/device row the projection uses: `r` when it is one of the model and accelerator's
+    stored rows, else their first (InvalidQuery for an `r` of another model or accelerator: never a foreign row)."""
+    if (problem := foreign_row(state, engine)) is not None:
+        raise InvalidQuery(f"{problem}; choose one of the stored rows of {state.model} on {state.accelerator}")
+    rows = measured_rows(state, engine)
+    chosen = rows.filter(pl.col("id") == state.row) if state.row else rows
     return chosen.row(0, named=True) if chosen.height else None
 
 
@@ -60,7 +92,7 @@ def _throughput_per_device(state: TimeToTrainView, engine: Engine) -> tuple[floa
         if row is None:
             raise InvalidQuery(f"no tokens/s/device row is stored for {state.model} on {state.accelerator}; "
                                "choose another pair or use mode=peak")
-        return float(row["value"]), f"measured {row['value']:g} tokens/s/device (result {row['id']}, {row['source_id']})"
+        return float(row["value"]), f"measured: {measured_label(row)}"
     model_rows, acc_rows = store.catalog(engine)
     model, acc = rows_by_id(model_rows).get(state.model), rows_by_id(acc_rows).get(state.accelerator)
     if model is None or acc is None:

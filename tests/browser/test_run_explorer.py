@@ -75,3 +75,26 @@ def test_two_runs_overlay_on_the_same_axes_and_the_link_keeps_them(runs_server: 
     settle(page)
     assert f"vs={second}" in page.url
     assert_no_exception(page)
+
+
+DRAWN_MARKS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(c => (c.querySelector('.role-title-subtitle') || {}).textContent?.includes('runs by'))
+    .map(c => {
+        const marks = [...c.querySelectorAll('g.role-mark > path')].map(m => m.getBoundingClientRect());
+        return {title: c.querySelector('.role-title-text').textContent, marks: marks.length,
+                tall: marks.length ? Math.max(...marks.map(b => b.bottom)) - Math.min(...marks.map(b => b.top)) : 0};
+    })"""
+
+
+def test_every_overlay_chart_draws_its_runs_on_a_plot_with_height(runs_server: tuple[Server, list[int]],
+                                                                  page: Page) -> None:
+    """The overlays drew a title, a legend and an x axis on a plot of zero height (the legend on top took it)."""
+    server, (first, second) = runs_server
+    open_app(page, server, f"/runs?run={first}&vs={second}")
+    expect(page.locator(CHART).nth(9)).to_be_visible()  # five charts of the run, five overlaid
+    page.wait_for_function(f"() => ({DRAWN_MARKS})().length === 5")
+    drawn = page.evaluate(DRAWN_MARKS)
+    screenshot(page, "runs-overlay-marks")
+    assert all(chart["marks"] > 0 for chart in drawn), drawn
+    assert all(chart["tall"] > 40 for chart in drawn), drawn  # the marks spread over the plot's height
+    assert_no_exception(page)

@@ -65,3 +65,20 @@ def test_the_envelope_keeps_each_slices_lowest_and_highest_step_time(n: int, buc
     want = slice_extremes(steps, "step_time_s", buckets, *span)
     got = slice_extremes(drawn, "step_time_s", buckets, *span)
     assert got.sort("slice", "phase").equals(want.sort("slice", "phase"))
+
+
+def test_every_step_chart_draws_at_most_the_bound_whatever_its_series_and_keeps_the_spike() -> None:
+    """Two series of 4,000 envelope rows each made altair raise MaxRowsError (8,000 > 5,000) from ~2,600 steps."""
+    steps = run_steps(200_000).with_columns(
+        tokens_per_s_per_device=1_000.0 / pl.col("step_time_s"), reported_tokens_per_s_per_device=990.0 / pl.col("step_time_s"),
+        run=pl.when(pl.col("step") % 7 == 0).then(pl.lit("#2 b.log")).otherwise(pl.lit("#1 a.log")))
+    steps = steps.with_columns(pl.when(pl.col("step") == 123_457).then(1.0).otherwise(pl.col("tokens_per_s_per_device"))
+                               .alias("tokens_per_s_per_device"))
+    figure = charts.step_figure(steps, "tokens_per_s_per_device", "Tokens/s per device", "tokens/s per device",
+                                printed="reported_tokens_per_s_per_device")
+    overlaid = charts.overlay(pl.concat([steps.with_columns(run=pl.lit(f"#{i} run.log")) for i in range(6)]),
+                              "tokens_per_s_per_device", "step", "Tokens/s per device", "tokens/s per device")
+    for chart in (figure.layer[1], overlaid, charts.step_times(steps.with_columns(phase=pl.col("run")))):
+        chart.to_dict()  # altair's own row limit
+        assert chart.data.height <= charts.MOST_POINTS
+    assert figure.layer[1].data.filter(pl.col("value") == 1.0)["step"].to_list() == [123_457]

@@ -1,0 +1,52 @@
+"""Measured mode estimates only from a stored row of the chosen model and accelerator: result 15 (Llama 2 70B on
+H200) gave GPT-3 175B on A800 "1.8 days ... measured 1880 tokens/s/device (result 15)"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import Engine
+from streamlit.testing.v1 import AppTest
+
+from perfledger import views
+from perfledger.errors import InvalidQuery
+from perfledger.views.time_to_train import TimeToTrainView
+
+FOREIGN = "m=gpt3-175b&a=a800-80gb&n=1024&mode=measured&r=15"
+
+
+def _texts(at: AppTest) -> str:
+    return "\n".join(e.value for e in [*at.caption, *at.markdown, *at.warning, *at.error, *at.info]).replace("\\", "")
+
+
+def test_a_row_of_another_model_in_the_url_is_refused_with_a_notice(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("time-to-train", FOREIGN)
+    assert not at.exception
+    assert any("result 15 is tokens_per_s_per_device of llama2-70b on h200" in w.value.replace("\\", "").lower()
+               for w in at.warning), [w.value for w in at.warning]
+    assert "1,880" not in _texts(at) and "1880" not in _texts(at)
+    assert not [m for m in at.metric if m.label == "Time to train"]
+
+
+def test_the_export_of_a_foreign_row_refuses_it(seeded_engine: Engine) -> None:
+    state = TimeToTrainView(model="gpt3-175b", accelerator="a800-80gb", mode="measured", row=15)
+    with pytest.raises(InvalidQuery, match="result 15 is .* of llama2-70b on h200"):
+        views.table("time-to-train", state, seeded_engine)
+
+
+def test_measured_mode_offers_the_pairs_rows_and_shows_the_one_used(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    state = TimeToTrainView(model="gpt3-175b", accelerator="h100-sxm", mode="measured")
+    stored = views.time_to_train.measured_rows(state, seeded_engine)
+    assert stored.height > 1
+    last = stored.row(stored.height - 1, named=True)
+    at = open_page("time-to-train", f"m=gpt3-175b&a=h100-sxm&mode=measured&r={last['id']}")
+    assert not at.exception and not at.warning
+    box = next(s for s in at.selectbox if s.label.startswith("Measured row"))
+    assert box.options == [views.time_to_train.measured_label(r) for r in stored.iter_rows(named=True)]
+    assert box.value == last["id"]
+    basis = _texts(at)
+    assert f"result {last['id']}:" in basis and f"{last['source_id']}" in basis
+    assert next(m for m in at.metric if m.label.startswith("Throughput")).value == f"{last['value']:,.0f}"
