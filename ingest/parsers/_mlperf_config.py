@@ -84,6 +84,15 @@ def banner_pairs(line: str) -> list[tuple[str, int]]:
     return out
 
 
+def banner_devices(banner: dict[str, int]) -> int | None:
+    """WORLD_SIZE, else NNODES x GPUS_PER_NODE (a single node when only the devices per node are printed)."""
+    if banner.get("world_size"):
+        return banner["world_size"]
+    per_node = banner.get("devices_per_node")
+    nodes = banner.get("nodes", 1 if per_node else None)
+    return nodes * per_node if nodes and per_node and nodes * per_node <= INT64_MAX else None
+
+
 def config_pairs(line: str) -> list[tuple[str, int]]:
     """(RunConfig field, value) for each model-shape key a configuration line states ('  seq_length: 8192',
     "{'num_layers': 126, ...}")."""

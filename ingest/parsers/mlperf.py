@@ -33,6 +33,7 @@ from ingest.parsers._mllog_blocks import BlockTimer
 from ingest.parsers._mlperf_config import (
     CONFIG_LITERALS,
     Platform,
+    banner_devices,
     banner_pairs,
     config_pairs,
     read_platform,
@@ -217,13 +218,7 @@ class MlperfParser(LogParser):
         return self._platform().devices or self._banner_devices()
 
     def _banner_devices(self) -> int | None:
-        """WORLD_SIZE, else NNODES x GPUS_PER_NODE (a single node when only the devices per node are printed)."""
-        banner = self.banner
-        if banner.get("world_size"):
-            return banner["world_size"]
-        per_node = banner.get("devices_per_node")
-        nodes = banner.get("nodes", 1 if per_node else None)
-        return nodes * per_node if nodes and per_node and nodes * per_node <= INT64_MAX else None
+        return banner_devices(self.banner)
 
     def finish(self) -> ParseSummary:
         if self.events == 0 and self.sysjson is None:
