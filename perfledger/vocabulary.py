@@ -298,25 +298,43 @@ def unit_peak(unit: str) -> Precision | None:
     return found[0] if len(found) == 1 else None
 
 
-_METRIC_WORDS: dict[Metric, tuple[str, ...]] = {
-    Metric.TOKENS_PER_S_PER_DEVICE: ("tokens/s/gpu", "tokens_per_sec_per_gpu", "tps_per_gpu", "throughput_per_gpu",
-                                     "tokens/s/device", "tokens per second per gpu", "tok/s/gpu"),
-    Metric.TOKENS_PER_S: ("tokens/s", "tokens_per_sec", "throughput"),
-    Metric.MODEL_TFLOPS_PER_DEVICE: ("tflops", "tflops_per_gpu", "tflop/s/gpu", "model_tflops", "tflops/gpu"),
-    Metric.MFU: ("model flops utilization", "model_flops_utilization"),
-    Metric.HFU: ("hardware flops utilization", "hardware_flops_utilization"),
-    Metric.STEP_TIME_S: ("step_time", "iteration_time", "step time"),
-    Metric.TIME_TO_TRAIN_S: ("time_to_train", "time to train"),
-}
-METRIC_ALIASES: dict[str, Metric] = {
-    **{_key(m.value): m for m in Metric}, **{_key(w): m for m, ws in _METRIC_WORDS.items() for w in ws}
-}
+# Metric names are data as well: data/metric_names.csv (metric, spelling), the names publishers print for a metric
+# ("Model flops utilization", "Training step time (seconds per step)"); a user adds one with a line. A metric's own
+# name always reads, and so does a column named by a unit spelling that belongs to one metric (metric_of_unit).
+METRIC_NAMES_FILE = Path(__file__).resolve().parents[1] / "data" / "metric_names.csv"
+METRIC_NAMES_HEADER = ("metric", "spelling")
+
+
+def read_metric_names(path: Path) -> dict[str, Metric]:
+    """{spelling key: metric} from a metric names file; a bad row raises DataFileError naming its line."""
+    from perfledger.errors import DataFileError
+
+    metrics = {m.value: m for m in Metric}
+    out: dict[str, Metric] = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = csv.reader(f)
+        if tuple(next(rows, ())) != METRIC_NAMES_HEADER:
+            raise DataFileError(path.name, 1, f"header must be {','.join(METRIC_NAMES_HEADER)}")
+        for line, cells in enumerate(rows, 2):
+            if not cells or cells[0].startswith("#"):
+                continue
+            if len(cells) != 2 or cells[0] not in metrics or not _key(cells[1]):
+                raise DataFileError(path.name, line, "expected metric,spelling with a known metric "
+                                                     f"({', '.join(metrics)}) and a spelling")
+            out[_key(cells[1])] = metrics[cells[0]]
+    return out
+
+
+@functools.cache
+def metric_name_table() -> dict[str, Metric]:
+    """Every metric's own name and the names file's spellings, read once per process."""
+    return {**{_key(m.value): m for m in Metric}, **read_metric_names(METRIC_NAMES_FILE)}
 
 
 def read_metric(text: str) -> Metric | None:
     """The Metric a printed metric name means ("MFU", "tokens/s/GPU", "tokens_per_s_per_device"), or None; a
     column named by its unit ("TFLOP/sec/chip", "WPS") means the one metric that unit belongs to."""
-    return METRIC_ALIASES.get(_key(text)) or metric_of_unit(text)
+    return metric_name_table().get(_key(text)) or metric_of_unit(text)
 
 
 _EVIDENCE_WORDS: dict[Evidence, tuple[str, ...]] = {

@@ -137,7 +137,7 @@ class ClaimsCsvParser(LogParser):
         unit = row.get("unit", "")
         value = self._value(metric, row.get("value", ""), unit)
         source_id = self._source(row)
-        notes = [row.get("note", "")]
+        notes = [row.get("note", ""), printed_metric(row.get("metric", ""), metric)]
         precision = self._precision(row.get("precision", ""), notes)
         if metric in (Metric.MFU, Metric.HFU) and (peak := unit_peak(unit)) is not None:
             notes.append(f"{metric.value} against the {peak.value} peak (unit as printed: {unit})")
@@ -172,7 +172,8 @@ class ClaimsCsvParser(LogParser):
     def _metric(text: str) -> Metric:
         found = read_metric(text)
         if found is None:
-            raise RowError("unknown metric", f"unknown metric {text!r} (known: {', '.join(m.value for m in Metric)})")
+            raise RowError("unknown metric", f"unknown metric {text!r} (known: {', '.join(m.value for m in Metric)}); "
+                                             f"to add a spelling, append 'METRIC,{text}' to data/metric_names.csv")
         return found
 
     @staticmethod
@@ -280,3 +281,14 @@ def attributes_json(row: dict[str, str]) -> str | None:
 
 
 PARSER = ClaimsCsvParser
+
+
+def printed_metric(text: str, metric: Metric) -> str:
+    """The metric name as printed, kept in the note when it says more than the metric's own name ("Time to train 1T
+    tokens in days": the audit reads its token count there); "" when it is the metric's own name.
+
+    >>> printed_metric("Time to train 1T tokens in days", Metric.TIME_TO_TRAIN_S), printed_metric("mfu", Metric.MFU)
+    ('metric as printed: Time to train 1T tokens in days', '')
+    """
+    same = "".join(c for c in text.lower() if c.isalnum()) == "".join(c for c in metric.value if c.isalnum())
+    return "" if same or not text.strip() else f"metric as printed: {text}"

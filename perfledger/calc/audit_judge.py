@@ -14,6 +14,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+import polars as pl
+
 from perfledger.calc import audit
 from perfledger.calc import flops as fl
 
@@ -87,3 +89,18 @@ def claim_row(claim: Mapping[str, Any], reported: float, judgement: Judgement, u
             "verdict": judgement.verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
             "tokens_per_s_per_device": tokens_per_s, "explanation": judgement.reason or "",
             "convention": judgement.convention, "reason": judgement.reason, "inputs": None}
+
+
+def once_per_distinct(claims: pl.DataFrame, audit_one: Callable[[dict[str, Any]], dict[str, Any]],
+                      schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    """One audit row per claim, in the claims' order, with `audit_one` asked once per distinct claim: claims equal in
+    every column but their id (the same printed figure of the same source, configuration and locator, as a store
+    that holds a table many times over has) get the same verdict and inputs, and only claim_id tells them apart.
+    `audit_one` receives the claim as a mapping with the first id of its group."""
+    keys = [c for c in claims.columns if c != "id"]
+    groups = (claims.with_row_index("_order").group_by(keys, maintain_order=True)
+              .agg(pl.col("_order"), pl.col("id").alias("_ids")))
+    rows = [audit_one({**claim, "id": claim["_ids"][0]}) for claim in groups.iter_rows(named=True)]
+    audited = pl.DataFrame(rows, schema=dict(schema)).with_columns(groups["_order"], groups["_ids"])
+    return (audited.explode("_order", "_ids").sort("_order")
+            .with_columns(claim_id=pl.col("_ids").cast(schema["claim_id"])).select(list(schema)))

@@ -18,6 +18,7 @@ import polars as pl
 from perfledger.calc import audit, pairing
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
+from perfledger.calc.audit_judge import once_per_distinct
 from perfledger.calc.conventions import DEFAULT, Convention, conventions
 from perfledger.errors import InvalidInput
 
@@ -88,12 +89,14 @@ def audit_utilization(results: pl.DataFrame, models: pl.DataFrame, accelerators:
     basis = figures_by_config(results, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    rows = []
-    for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True):
+
+    def audit_one(claim: dict[str, Any]) -> dict[str, Any]:
         values, refs, tier = basis.for_claim(claim, rule.cross_source)
-        rows.append(with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier,
-                                (audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC)))
-    return pl.DataFrame(rows, schema=AUDIT_COLUMNS)
+        return with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier,
+                           (audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC))
+
+    claims = results.filter(pl.col("metric").is_in(CLAIM_METRICS))
+    return once_per_distinct(claims, audit_one, AUDIT_COLUMNS)
 
 
 def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Mapping[str, Mapping[str, Any]],

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from perfledger.calc import audit, audit_mfu, metrics, pairing
-from perfledger.calc.audit_judge import DEFAULT, Candidate, Judgement, claim_row, judge
+from perfledger.calc.audit_judge import DEFAULT, Candidate, Judgement, claim_row, judge, once_per_distinct
 from perfledger.calc.conventions import conventions
 from perfledger.errors import InvalidInput
 
@@ -68,11 +68,13 @@ def audit_time_to_train(results: pl.DataFrame, models: pl.DataFrame, accelerator
     basis = audit_mfu.figures_by_config(results, list(BASIS_METRICS))
     shapes = {r["id"]: r for r in models.iter_rows(named=True)}
     accels = {r["id"]: r for r in accelerators.iter_rows(named=True)}
-    rows = []
-    for claim in results.filter(pl.col("metric").is_in(CLAIM_METRICS)).iter_rows(named=True):
+
+    def audit_one(claim: dict[str, Any]) -> dict[str, Any]:
         values, refs, tier = basis.for_claim(claim, rule.cross_source)
-        rows.append(audit_mfu.with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier, BASIS_METRICS))
-    return pl.DataFrame(rows, schema=audit_mfu.AUDIT_COLUMNS)
+        return audit_mfu.with_inputs(_audit_one(claim, values, shapes, accels, rule), refs, tier, BASIS_METRICS)
+
+    claims = results.filter(pl.col("metric").is_in(CLAIM_METRICS))
+    return once_per_distinct(claims, audit_one, audit_mfu.AUDIT_COLUMNS)
 
 
 def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Mapping[str, Mapping[str, Any]],
