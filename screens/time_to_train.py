@@ -49,10 +49,11 @@ if state.mode == "measured":  # only the stored rows of the chosen model and acc
     rows = {r["id"]: r for r in views.time_to_train.measured_rows(state, db).iter_rows(named=True)}
     if rows:
         ids = list(rows)
-        state = replace(state, row=int(st.selectbox(
+        picked = int(st.selectbox(
             "Measured row (tokens/s/device of this model on this accelerator)", ids, key=_ui.key(PAGE, "r"),
             index=ids.index(state.row) if state.row in ids else 0,
-            format_func=lambda i: views.time_to_train.measured_label(rows[i]))))
+            format_func=lambda i: views.time_to_train.measured_label(rows[i])))
+        state = replace(state, row=picked if state.row or picked != ids[0] else 0)  # the default row adds no key
 _ui.keep_in_url(state)
 _ui.describe(state)
 
