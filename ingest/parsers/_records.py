@@ -1,18 +1,19 @@
 """The structured-metrics reader's core: records of named values -> step rows, through the key vocabulary.
 
 A record is one logged row (a JSON line, a CSV row, a TensorBoard step, a W&B history row, a Composer batch
-block): names as the framework logs them, values as numbers or text. perfledger.metric_keys says which name feeds
-which ledger column and in what unit; nothing here knows a framework.
+block, a console line of `name: value` pairs): names as the framework logs them, values as numbers or text.
+perfledger.metric_keys says which name feeds which ledger column and in what unit; nothing here knows a framework.
 
 What becomes a step: a record with a step number and a training figure (loss, learning rate, gradient norm, a step
-time or a printed speed). Set aside and counted: records without one (evaluation, media), end-of-run summaries (a
-`summary` key such as `train_runtime`), and the same step written again (a second rank, a repeated row).
+time or a printed speed). Set aside and counted: records without one (media), evaluation records (an `eval` key),
+end-of-run summaries (a `summary` key such as `train_runtime`), the same step written again (a second rank, a
+repeated row) and the steps a resumed job logs again (a step not above the highest of its launch).
 
-Step time, from the first source a record has: a logged step time; else the difference of a cumulative clock
-(`elapsed_s`: a run time, "0:02:12", "1m 42s") between two training records over the steps between them; else the
-difference of their wall times. A difference that is not positive (a clock that stepped back) gives none. Tokens
-and samples per step: logged per step (the batch in force, so a ramp-up is kept), else the growth of a cumulative
-counter over the steps between, else a logged rate x the step time.
+Step time, from the first source a record has: a logged step time; else a time since the previous record
+(`interval_s`), a cumulative clock (`elapsed_s`: a run time, "0:02:12", "1m 42s") or a timestamp (`wall_time`)
+differenced between two training records, over the steps between them. A difference that is not positive (a clock
+that stepped back) gives none. Tokens and samples per step: logged per step (the batch in force, so a ramp-up is
+kept), else the growth of a cumulative counter over the steps between, else a logged rate x the step time.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def step_time_source_text(counts: Mapping[str, int]) -> str | None:
     if len(said) == 1:
         return said[0][0]
     return "; ".join(f"{text} ({n:,} steps)" for text, n in said)
+
 
 _HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 _UNITS = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hours?|hr|m|min|mins|minutes?|s|secs?|seconds?|ms)\b")

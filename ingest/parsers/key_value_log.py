@@ -7,9 +7,9 @@ format of its own claims.
     iter_dt 2490.17ms; iter 2: train loss 2.83026                                        (minGPT)
     [2021-05-26 23:22:42] Ep. 1 : Up. 500 : Sen. 15,203 : Time 609.91s : 679.50 words/s  (Marian)
 
-A pair is a name (words, `/`, `.`, `_`, brackets) then `:`, `=` or a space, then a number as printed (thousands
-commas, a glued unit such as `ms` or `s`, `K`/`M`, `n/total`); a number followed by a unit word (`679.50 words/s`,
-`267922 sec`) is read with the word as its name. A leading timestamp (`[2021-03-24 05:10:52,624 INFO]`) is the
+A pair is a name (up to four words of letters, digits, `/`, `.`, `_`, `-`, parentheses) then `:`, `=` or a space,
+then a number as printed (thousands commas, a glued unit such as `ms` or `s`, `K`/`M`, `n/total`); a number
+followed by a unit word (`679.50 words/s`, `267922 sec`) is read with the word as its name. A leading timestamp (`[2021-03-24 05:10:52,624 INFO]`) is the
 record's `line_time`. A line is a record when the vocabulary reads a step and a training figure or a clock in it;
 every other line (banners, warnings, generated text) is passed over without a word, as console noise.
 
