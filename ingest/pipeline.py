@@ -163,6 +163,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         for frame in coalesced(_reporting(frames, progress), STEP_BATCH_ROWS):
             spool.add(frame)
         parsed = parser.finish()
+        if "step_time_source" not in parsed.meta:  # the format's own, where the parser said nothing finer
+            parsed = replace(parsed, meta=parsed.meta | {"step_time_source": {parser.step_time_source: 0}})
         if parser.notes:
             parsed = replace(parsed, warnings=(*parsed.warnings, *parser.notes))
         if parser.left_out:  # every parser's overflow, counted by kind in LogParser.note_problem

@@ -193,7 +193,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
         launches=launches, launch=launch, phases=phases,
-        step_time_source=step_time_source_text(parsed.meta.get("step_time_source") or {}),
+        step_time_source=step_time_source_text(parsed.meta.get("step_time_source") or {})
+        if steady is not None and steady.timed_steps else None,
     )
 
 

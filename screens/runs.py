@@ -77,7 +77,7 @@ else:
     m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
     source = (row.summary or {}).get("step_time_source")
     st.caption(summary.rule.describe() + " · the shaded band is the steady window"
-               + (_ui.plain(f" · step time: {source}") if source else ""))
+               + (f" · step time: {source}" if source else ""))  # one of _records.STEP_TIME_SOURCES
     if (parts := rv.rlhf_parts(row)) is not None:
         st.caption(_ui.plain(parts))
     for flag in views.not_steady(summary):

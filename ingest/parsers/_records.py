@@ -36,17 +36,19 @@ TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_devic
 STEP_TIME_SOURCES = {"logged": "logged per step",
                      "interval": "the time each record gives since the one before, over the steps between them",
                      "elapsed": "wall clock from the run time the records carry, over the steps between them",
-                     "wall": "wall clock from the records' timestamps, over the steps between them"}
+                     "wall": "wall clock from the records' timestamps, over the steps between them",
+                     "rate": "the global batch over the logged throughput (samples/s)",
+                     "block": "each block's time (MLLOG block_start to block_stop) over its steps"}
 
 
 def step_time_source_text(counts: Mapping[str, int]) -> str | None:
-    """Where a run's step times came from, in words, each source with its step count; None when none is said."""
-    said = [(STEP_TIME_SOURCES[k], n) for k, n in counts.items() if k in STEP_TIME_SOURCES and n]
-    if not said:
-        return None
-    if len(said) == 1:
+    """Where a run's step times came from, in words (with each source's step count when there are several); None
+    when none is said."""
+    said = [(STEP_TIME_SOURCES[k], n) for k, n in counts.items() if k in STEP_TIME_SOURCES]
+    if len(said) == 1:  # the one source (its count may be unknown: 0)
         return said[0][0]
-    return "; ".join(f"{text} ({n:,} steps)" for text, n in said)
+    said = [(text, n) for text, n in said if n]
+    return "; ".join(f"{text} ({n:,} steps)" for text, n in said) or None
 
 
 _HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")

@@ -38,6 +38,9 @@ class LogParser(ABC):
     # A reader of last resort (any console log of `name: value` pairs): a candidate only where no other format
     # claims MIN_EVIDENCE lines of the head or the head as a whole (ingest/detect.py, weigh).
     fallback: ClassVar[bool] = False
+    # Where this format's step times come from when its summary's meta does not say (`step_time_source`, keyed as
+    # ingest/parsers/_records.STEP_TIME_SOURCES): a format of its own prints its step time per step.
+    step_time_source: ClassVar[str] = "logged"
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name

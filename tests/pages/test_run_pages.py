@@ -82,3 +82,16 @@ def test_two_runs_overlaid_draw_on_shared_axes_with_a_config_diff(
     assert any(f"Run {a} overlaid with run {b}" in m.value for m in at.markdown)
     diff = at.dataframe[-2].value if len(at.dataframe) > 1 else at.dataframe[0].value
     assert {f"run {a}", f"run {b}", "differs"} <= set(diff.columns)
+
+
+@pytest.mark.parametrize(("name", "source"), [
+    ("cscs_gh200_gated_attn_te_1gpu_rankprefix.out", "step time: logged per step"),
+    ("oraby8_tts_grpo_wandb_history.csv", "step time: wall clock from the run time the records carry"),
+    ("cscs_gh200_llama3_1b_10n4g_megatron.events.out.tfevents.1776244695.nid007435.275938.0",
+     "step time: logged per step"),
+])
+def test_the_run_page_says_where_the_step_time_came_from(name: str, source: str, item_url: dict[str, int],
+                                                          open_page: Callable[..., AppTest]) -> None:
+    at = open_page("runs", {"run": str(item_url[name])})
+    assert not at.exception
+    assert source in _texts(at)
