@@ -1,4 +1,4 @@
-"""What a claim is checked against (issue 33): its own printed row first, then its source's same configuration,
+"""What a claim is checked against: its own printed row first, then its source's same configuration,
 other sources only when asked; every verdict names the result it used."""
 
 from __future__ import annotations

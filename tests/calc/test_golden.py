@@ -77,7 +77,7 @@ def test_audit_marks_each_nemo_tflops_claim_consistent_and_h200_ones_fp8_only(se
 
 def test_the_797_tflops_claim_is_not_paired_with_another_sources_fp8_run_of_another_setup(
         seeded_engine: Engine) -> None:
-    """Issue 33: the blog's 797 TFLOPS (precision and devices unstated) used to be "consistent" with another
+    """The blog's 797 TFLOPS (precision and devices unstated) used to be "consistent" with another
     source's FP8 run at 512 GPUs; another setup is no input, even when other sources are asked for."""
     for cross in (False, True):
         audit = audit_claims(store.results(seeded_engine), store.models(seeded_engine),

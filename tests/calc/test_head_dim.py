@@ -1,4 +1,4 @@
-"""Attention width as data (issue 33): a model whose heads x head_dim is not its hidden size is counted with it."""
+"""Attention width as data: a model whose heads x head_dim is not its hidden size is counted with it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every column of a claims file is kept (issue 33): layout columns read as such, any other one a named attribute
+"""Every column of a claims file is kept: layout columns read as such, any other one a named attribute
 of the row's configuration, the printed precision beside the canonical one, both ends of a printed range."""
 
 from __future__ import annotations

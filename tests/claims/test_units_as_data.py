@@ -1,4 +1,4 @@
-"""Units as data (issue 33): the spellings publishers print live in data/units.csv, a user extends it, an unknown
+"""Units as data: the spellings publishers print live in data/units.csv, a user extends it, an unknown
 unit refuses its row naming the spellings known and how to add one."""
 
 from __future__ import annotations
