@@ -44,7 +44,6 @@ class StepSpool:
         self._phases = False  # whether the log prints an RLHF step's parts (then the summary reads them)
         self.backwards = 0  # steps with a negative or zero duration, stored without it
 
-
     def add(self, frame: pl.DataFrame) -> None:
         if not frame.height:
             return
