@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -232,29 +233,38 @@ UNITS_FILE = Path(__file__).resolve().parents[1] / "data" / "units.csv"
 UNITS_HEADER = ("metric", "spelling", "factor")
 
 
+def _spelling_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, Metric, str, list[str]]]:
+    """(line, metric, spelling key, cells) of each row of a spellings file (a metric, a spelling, then `header`'s
+    further columns); a bad header or row raises DataFileError naming its line. Blank and `#` rows are passed."""
+    from perfledger.errors import DataFileError
+
+    metrics = {m.value: m for m in Metric}
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = csv.reader(f)
+        if tuple(next(rows, ())) != header:
+            raise DataFileError(path.name, 1, f"header must be {','.join(header)}")
+        for line, cells in enumerate(rows, 2):
+            if not cells or cells[0].startswith("#"):
+                continue
+            if len(cells) != len(header) or cells[0] not in metrics or not _key(cells[1]):
+                raise DataFileError(path.name, line, f"expected {','.join(header)} with a known metric "
+                                                     f"({', '.join(metrics)}) and a spelling")
+            yield line, metrics[cells[0]], _key(cells[1]), cells
+
+
 def read_units(path: Path) -> dict[tuple[Metric, str], float]:
     """{(metric, spelling key): factor} from a units file; a bad row raises DataFileError naming its line."""
     from perfledger.errors import DataFileError
 
-    metrics = {m.value: m for m in Metric}
     out: dict[tuple[Metric, str], float] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        if tuple(next(rows, ())) != UNITS_HEADER:
-            raise DataFileError(path.name, 1, f"header must be {','.join(UNITS_HEADER)}")
-        for line, cells in enumerate(rows, 2):
-            if not cells or cells[0].startswith("#"):
-                continue
-            if len(cells) != 3 or cells[0] not in metrics or not _key(cells[1]):
-                raise DataFileError(path.name, line, "expected metric,spelling,factor with a known metric "
-                                                     f"({', '.join(metrics)}) and a spelling")
-            try:
-                factor = float(cells[2])
-            except ValueError:
-                factor = math.nan
-            if not math.isfinite(factor) or factor <= 0:
-                raise DataFileError(path.name, line, f"factor {cells[2]!r} is not a positive number")
-            out[(metrics[cells[0]], _key(cells[1]))] = factor
+    for line, metric, key, cells in _spelling_rows(path, UNITS_HEADER):
+        try:
+            factor = float(cells[2])
+        except ValueError:
+            factor = math.nan
+        if not math.isfinite(factor) or factor <= 0:
+            raise DataFileError(path.name, line, f"factor {cells[2]!r} is not a positive number")
+        out[(metric, key)] = factor
     return out
 
 
@@ -307,22 +317,7 @@ METRIC_NAMES_HEADER = ("metric", "spelling")
 
 def read_metric_names(path: Path) -> dict[str, Metric]:
     """{spelling key: metric} from a metric names file; a bad row raises DataFileError naming its line."""
-    from perfledger.errors import DataFileError
-
-    metrics = {m.value: m for m in Metric}
-    out: dict[str, Metric] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        if tuple(next(rows, ())) != METRIC_NAMES_HEADER:
-            raise DataFileError(path.name, 1, f"header must be {','.join(METRIC_NAMES_HEADER)}")
-        for line, cells in enumerate(rows, 2):
-            if not cells or cells[0].startswith("#"):
-                continue
-            if len(cells) != 2 or cells[0] not in metrics or not _key(cells[1]):
-                raise DataFileError(path.name, line, "expected metric,spelling with a known metric "
-                                                     f"({', '.join(metrics)}) and a spelling")
-            out[_key(cells[1])] = metrics[cells[0]]
-    return out
+    return {key: metric for _, metric, key, _ in _spelling_rows(path, METRIC_NAMES_HEADER)}
 
 
 @functools.cache

@@ -14,13 +14,6 @@ from perfledger.vocabulary import Metric, normalize_precision, read_precision, u
 HEADER = "source_id,metric,value,unit,model,accelerator,precision,evidence\n"
 
 
-@pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
-
-
 def test_publisher_spellings_are_read_alike_by_every_reader() -> None:
     assert normalize_precision("amp_bf16") == "bf16" and normalize_precision("amp_fp8") == "fp8"
     mixed = read_precision("BF16 + Float8 linears")

@@ -18,13 +18,6 @@ TABLE = Path(__file__).parents[1] / "fixtures" / "claims" / "dgxc_llama31_70b.cs
 SOURCE = "dgxc_benchmarking_llama31_70b"
 
 
-@pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
-
-
 def test_every_printed_number_of_the_dgxc_table_is_stored(seeded: store.Engine) -> None:
     outcome = ingest_bytes(seeded, TABLE.read_bytes(), TABLE.name)
     assert not outcome.rows_refused, outcome.problems[:5]

@@ -19,13 +19,6 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "claims"
 HEADER = "source_id,locator,metric,value,unit,model,accelerator,n_devices,precision,tp,pp,Activation checkpointing\n"
 
 
-@pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
-
-
 def mine(engine: store.Engine) -> pl.DataFrame:
     return store.results(engine).filter(pl.col("source_id") == "titan").sort("id")
 

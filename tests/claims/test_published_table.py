@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
-import pytest
 
 from ingest.pipeline import ingest_bytes
 from perfledger import store
@@ -41,13 +40,6 @@ def claims_csv(model: Callable[[str], str] = "MPT-{}".format) -> tuple[bytes, in
                             row["Precision"], row["SeqLen (T)"], row["GlobalBatchSize"], row["MicroBatchSize"],
                             row["Sharding Strategy"]])
     return out.getvalue().encode(), rows
-
-
-@pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
 
 
 def test_every_row_of_the_llm_foundry_table_is_stored_linked_and_audited(seeded: store.Engine) -> None:
