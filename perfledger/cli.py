@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a driver's or the OS's fault of the store that escaped its translation
+    except store.FAULT_TYPES as exc:  # a driver's or the OS's fault of the store that escaped its translation
         fault = _store_fault(exc, args)
         if fault is None:
             raise

@@ -90,7 +90,7 @@ def store_boundary() -> Iterator[None]:
         yield
     except PerfledgerError as exc:
         render_error(exc)
-    except Exception as exc:
+    except store.FAULT_TYPES as exc:  # a driver's or the OS's fault of the store; any other exception is a bug
         fault = store.store_fault(exc, engine())
         if fault is None:
             raise

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import sqlalchemy as sa
 from duckdb import Error as DuckDBError
 from sqlalchemy import Connection, Engine
@@ -106,6 +107,11 @@ def disk_of(engine: Engine) -> str:
     if is_duckdb(engine) and database not in (None, "", ":memory:"):
         return str(Path(str(database)).resolve().parent)
     return f"the database of {mask_url(str(engine.url))}"
+
+
+# The kinds of exception a store's driver, the OS or a Polars write under it raise: what the pages' and the CLI's
+# boundaries hand to store_fault; any other exception is a bug and surfaces.
+FAULT_TYPES: tuple[type[Exception], ...] = (SQLAlchemyError, DuckDBError, OSError, pl.exceptions.PolarsError)
 
 
 def store_fault(exc: BaseException, engine: Engine) -> StoreError | None:
