@@ -24,8 +24,9 @@ import polars as pl
 from ingest import hints as hint
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
+from ingest.parsers._common import backwards_warning, without_backward_durations
 from ingest.parsers.base import LogParser
-from ingest.spool import StepSpool, backwards_warning
+from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
 from ingest.text import clean_text, iter_text_chunks
@@ -100,8 +101,7 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
         parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None)
         given = _hints(overrides)
         config = resolve_config(hint.apply(parsed.config, given))
-        clock = (backwards_warning(spool.backwards),) if spool.backwards else ()
-        parsed = replace(parsed, warnings=parsed.warnings + clock + given.warnings)
+        parsed = replace(parsed, warnings=parsed.warnings + given.warnings)
         summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config))
         prepared = PreparedRun(
             file_name=clean_text(Path(file_name).name),
@@ -160,8 +160,16 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         else:
             chunks = iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes)
             frames = read_ahead(chunks, parser.prepare_chunk, parser.feed_prepared)
+        backwards = 0
+
+        def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
+            nonlocal backwards
+            frame, count = without_backward_durations(frame)
+            backwards += count
+            return frame
+
         for frame in coalesced(_reporting(frames, progress), STEP_BATCH_ROWS):
-            spool.add(frame)
+            spool.add(kept(frame))
         parsed = parser.finish()
         if "step_time_source" not in parsed.meta:  # the format's own, where the parser said nothing finer
             parsed = replace(parsed, meta=parsed.meta | {"step_time_source": {parser.step_time_source: 0}})
@@ -171,7 +179,9 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
             parsed = replace(parsed, problems_left_out=dict(parser.left_out))
         tail = getattr(parser, "final_steps", None)  # whole-file JSON parsers may finish only here
         if tail is not None:
-            spool.add(tail())
+            spool.add(kept(tail()))
+        if backwards:
+            parsed = replace(parsed, warnings=(*parsed.warnings, backwards_warning(backwards)))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(parser.file_name, None, f"could not be read to the end: {exc}") from None
     return parsed

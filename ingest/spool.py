@@ -20,8 +20,6 @@ from perfledger.store.leftovers import spool_folder
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
-# Durations a step can only have above zero: a negative or zero one (a clock that stepped back) is stored empty.
-DURATION_COLUMNS = ("step_time_s", "generation_s", "training_s")
 REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
 # The external sort's memory. The 1 GB MLPerf bench log (3.2 M steps, repeated step numbers) peaked at 293-299 MB
@@ -42,7 +40,6 @@ class StepSpool:
         self.increasing = True  # rises strictly
         self._reported: set[str] = set()
         self._phases = False  # whether the log prints an RLHF step's parts (then the summary reads them)
-        self.backwards = 0  # steps with a negative or zero duration, stored without it
 
     def add(self, frame: pl.DataFrame) -> None:
         if not frame.height:
@@ -50,8 +47,6 @@ class StepSpool:
         if self._folder is None:
             self._folder = spool_folder("steps")
         path = Path(self._folder.name) / f"{len(self._files):08d}.parquet"
-        frame, backwards = without_backward_durations(frame)
-        self.backwards += backwards
         frame.select(STEP_COLUMNS).write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)
         self.rows += frame.height
@@ -95,20 +90,6 @@ class StepSpool:
         if self._folder is not None:
             self._folder.cleanup()
             self._folder = None
-
-
-def without_backward_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """The frame with every negative or zero duration (DURATION_COLUMNS) made null, and how many steps had one."""
-    bad = pl.any_horizontal(pl.col(c).fill_nan(None) <= 0 for c in DURATION_COLUMNS).fill_null(False)
-    count = int(frame.select(bad.sum()).item())
-    if not count:
-        return frame, 0
-    return frame.with_columns(pl.when(pl.col(c) > 0).then(pl.col(c)) for c in DURATION_COLUMNS), count
-
-
-def backwards_warning(count: int) -> str:
-    return (f"{count:,} step(s) with a negative or zero step time (a clock that stepped back?) are stored without "
-            "it and left out of the figures")
 
 
 def strictly_increasing(values: pl.Series, *, after: Any) -> bool:

@@ -193,3 +193,21 @@ def finite_or_null(column: pl.Series, *, keep_nan: bool = False) -> pl.Series:
     value = pl.lit(column)
     kept = value.is_finite() | value.is_nan() if keep_nan else value.is_finite()
     return pl.select(pl.when(kept).then(value)).to_series().alias(column.name)
+
+
+# Durations a step can only have above zero: a negative or zero one (a clock that stepped back) is no figure.
+DURATION_COLUMNS = ("step_time_s", "generation_s", "training_s")
+
+
+def without_backward_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The steps with every negative or zero duration (DURATION_COLUMNS) made null, and how many steps had one."""
+    bad = pl.any_horizontal(pl.col(c).fill_nan(None) <= 0 for c in DURATION_COLUMNS).fill_null(False)
+    count = int(frame.select(bad.sum()).item())
+    if not count:
+        return frame, 0
+    return frame.with_columns(pl.when(pl.col(c) > 0).then(pl.col(c)) for c in DURATION_COLUMNS), count
+
+
+def backwards_warning(count: int) -> str:
+    return (f"{count:,} step(s) with a negative or zero step time (a clock that stepped back?) are stored without "
+            "it and left out of the figures")
