@@ -1,6 +1,8 @@
-"""python -m ingest FILE... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
+"""python -m ingest FILE_OR_DIR... [--db URL] [--json] [--model ID] [--accelerator ID] [--devices N] [--precision P]
                     [--seq-len N]     (hints for a file already stored update that run)  [--dry-run]
    python -m ingest --demo [--db URL] [--data DIR]     (the bundled demo logs, as `perfledger init` loads them)
+
+A folder is imported as one campaign (ingest.campaign_cli): every log under it, its failures kept as outcomes.
 
 Exit 0: every file stored (or already stored); 1: some file rejected, the others still stored; 2: usage.
 Errors go to stderr as FILE:LINE: reason.
@@ -30,7 +32,8 @@ PROGRESS_MIN_BYTES = 32 * 2**20
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ingest", description="Ingest training logs into the perfledger store.")
-    p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="log files (gzip accepted)")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                   help="log files (gzip accepted), or a folder to import as one campaign")
     p.add_argument("--demo", action="store_true", help="ingest the demo logs listed in DATA/logs/manifest.csv")
     p.add_argument("--data", type=Path, help="with --demo: the data folder (default: PERFLEDGER_DATA_DIR, else data/)")
     p.add_argument("--db", help="SQLAlchemy URL of the store (default: PERFLEDGER_DB_URL, else data/perfledger.duckdb)")
@@ -141,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = 0
     for path in args.files:
         shown = printable(str(path))  # the name in messages, progress, JSON and the store
+        if path.is_dir():
+            failed += _ingest_folder(engine, path, overrides, limit, args, known)
+            continue
         try:
             outcome = _ingest_file(engine, path, shown, overrides, limit, dry=args.dry_run)
         except PerfledgerError as exc:
@@ -160,6 +166,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             counts = "; ".join(f"{n} {why}" for why, n in sorted((outcome.refused or {}).items()))
             print(f"{outcome.file_name}: rows refused: {counts}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ingest_folder(engine: store.Engine, path: Path, overrides: Hints, limit: int, args: argparse.Namespace,
+                   known: Catalog | None) -> int:
+    from ingest.campaign_cli import ingest_folder
+
+    try:
+        return ingest_folder(engine, path, overrides, limit, as_json=args.json, dry=args.dry_run, known=known)
+    except PerfledgerError as exc:
+        print(f"{printable(str(path))}: {exc}", file=sys.stderr)
+        return 1
 
 
 def refused_json(shown: str, exc: PerfledgerError) -> dict[str, object]:

@@ -166,7 +166,43 @@ result = Table(
     Index("ix_result_run", "run_id"),
 )
 
-TABLES = (source, accelerator, model, run, step, result)
+# --- campaigns: a folder of runs imported together (perfledger.store.campaigns) -------------------------------------
+campaign = Table(
+    "campaign",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("content_sha256", String(64), nullable=False, unique=True),  # of its files' names and hashes: idempotence
+    Column("name", Text, nullable=False),  # the folder's name
+    Column("kind", String, nullable=False),  # "mlperf" | "sweep" | "job table" | "folder"
+    Column("imported_at", DateTime(timezone=True), nullable=False),
+    Column("meta", Text, nullable=False),  # JSON: system description, submission keys, config files, refusals
+    Column("score", Float),  # the campaign's score under score_rule; null when the rule cannot score it
+    Column("score_unit", String),
+    Column("score_rule", Text),  # the rule in words, with its source
+    Column("score_note", Text),  # why there is no score, or what it rests on
+)
+
+# One row per attempt in a campaign: a stored run (run_id) or a failure kept with its reason, never dropped.
+outcome = Table(
+    "outcome",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("campaign_id", Integer, nullable=False),
+    Column("run_id", Integer),  # null for an attempt with nothing to store (a job-table row, a log with no steps)
+    Column("file_name", Text, nullable=False),  # path inside the folder; a job table's rows: "jobs.sqlite3#JOB"
+    Column("line", BigInteger),  # where the reason was read
+    Column("kind", String, nullable=False),  # vocabulary: completed | oom | timeout | cancelled | nan | no_steps | failed
+    Column("reason", Text),
+    Column("configuration", Text, nullable=False),  # JSON: what makes repeats repeats (model, devices, layout ...)
+    Column("metric", String),  # the attempt's headline figure: time_to_train_s, tokens_per_s_per_device, step_time_s
+    Column("value", Float),
+    Column("unit", String),
+    Index("ix_outcome_campaign", "campaign_id"),
+)
+CAMPAIGN_TABLES = (campaign, outcome)
+# --- end of campaigns ------------------------------------------------------------------------------------------------
+
+TABLES = (source, accelerator, model, run, step, result, *CAMPAIGN_TABLES)
 
 # One row: a random stamp each write transaction sets anew (perfledger.store.stamp), so an answer computed from
 # the store can be remembered until any process writes to it.

@@ -130,6 +130,29 @@ class SourceKind(StrEnum):
     BENCHMARK = "benchmark"
 
 
+class OutcomeKind(StrEnum):
+    """How one attempt in a campaign ended: a failure is kept with its reason, never dropped."""
+
+    COMPLETED = "completed"
+    OUT_OF_MEMORY = "oom"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    NAN = "nan"  # the loss became NaN
+    NO_STEPS = "no_steps"  # the log holds no training step
+    FAILED = "failed"  # any other failure (a crash, an MLPerf run that did not converge)
+
+    @property
+    def failed(self) -> bool:
+        return self is not OutcomeKind.COMPLETED
+
+
+class CampaignKind(StrEnum):
+    MLPERF = "mlperf"  # one MLPerf submission: result files of one benchmark and the system description
+    SWEEP = "sweep"  # logs of several configurations, with the sweep's config files
+    JOB_TABLE = "job table"  # a table of jobs and their outcomes (llmb-run's jobs.sqlite3)
+    FOLDER = "folder"  # logs, nothing more known
+
+
 class Workload(StrEnum):
     PRETRAIN = "pretrain"
     SFT = "sft"

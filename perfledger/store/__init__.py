@@ -12,6 +12,15 @@ from sqlalchemy import Engine
 
 from perfledger import schema
 from perfledger.records import InitReport, RunRow, SaveResult
+from perfledger.store.campaigns import (
+    campaign,
+    campaign_run_ids,
+    campaigns,
+    delete_campaign,
+    outcome_counts,
+    outcomes,
+    save_campaign,
+)
 from perfledger.store.catalog_table import (
     CatalogWrite,
     catalog_record,
@@ -56,6 +65,9 @@ __all__ = [
     "SaveResult",
     "accelerators",
     "add_results",
+    "campaign",
+    "campaign_run_ids",
+    "campaigns",
     "catalog",
     "catalog_record",
     "catalog_rows",
@@ -63,6 +75,7 @@ __all__ = [
     "copy_store",
     "counts",
     "create_schema",
+    "delete_campaign",
     "delete_run",
     "drop_schema",
     "engine_from_url",
@@ -75,6 +88,8 @@ __all__ = [
     "link_name",
     "mask_url",
     "models",
+    "outcome_counts",
+    "outcomes",
     "plan_run",
     "query",
     "reading",
@@ -84,6 +99,7 @@ __all__ = [
     "results",
     "run",
     "runs",
+    "save_campaign",
     "save_catalog_rows",
     "save_run",
     "schema",

@@ -241,9 +241,9 @@ def has_data(engine: Engine) -> bool:
 def counts(engine: Engine) -> dict[str, int]:
     """Row counts per table: what the ledger holds."""
     with _connection(engine, write=False) as conn:
-        if not sa.inspect(conn).has_table("result"):
-            return {t.name: 0 for t in schema.TABLES}
-        return {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in schema.TABLES}
+        present = set(sa.inspect(conn).get_table_names())  # a store of an earlier release lacks the newer tables
+        return {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) if t.name in present else 0
+                for t in schema.TABLES}
 
 
 def find_run(engine: Engine, content_sha256: str) -> int | None:

@@ -6,6 +6,9 @@ are kept; the change is one ALTER per column (PostgreSQL rewrites the table once
 DuckDB refuses to change the type of a column an index covers, and stores made before the step index became
 PostgreSQL's alone still carry it (see schema.step): on DuckDB that index is dropped first, in its own
 transaction (DuckDB checks the dependency against committed state), which loses nothing DuckDB reads by.
+
+Campaigns (schema.CAMPAIGN_TABLES) came later than runs: a store without them gets them at its first write, empty,
+its other tables untouched (add_campaign_tables).
 """
 
 from __future__ import annotations
@@ -45,3 +48,16 @@ def widen_columns(conn: Connection) -> list[str]:
         for table, column in narrow:
             conn.exec_driver_sql(f'ALTER TABLE {table} ALTER COLUMN "{column}" TYPE BIGINT')
     return [f"{t}.{c}" for t, c in narrow]
+
+
+def add_campaign_tables(conn: Connection) -> list[str]:
+    """Create the campaign tables a store of an earlier release lacks (one that has runs), in a transaction of its
+    own on `conn`; the tables created. A store with no tables at all is left to `create_schema`."""
+    with conn.begin():
+        inspector = sa.inspect(conn)
+        if not inspector.has_table(schema.run.name):
+            return []
+        missing = [t for t in schema.CAMPAIGN_TABLES if not inspector.has_table(t.name)]
+        if missing:
+            schema.metadata.create_all(conn, tables=missing)
+    return [t.name for t in missing]

@@ -44,17 +44,13 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
             if existing is not None:
                 return SaveResult(existing, created=False, imported=_unchanged(prepared),
                                   unlinked=_still_unlinked(conn, prepared))
-            run_id = _insert_run(conn, prepared, ingested_at or datetime.now(UTC))
-            steps = prepared.steps
-            insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
-                           order_shows=not steps.increasing, constants={"run_id": run_id})
             if prepared.format is LogFormat.CLAIMS_CSV:  # by claim key: corrections update (store/claims.py)
+                run_id = _insert_run_and_steps(conn, prepared, ingested_at or datetime.now(UTC))
                 written = upsert_claims(conn, prepared.results, prepared.sources, run_id=run_id,
                                         importer=importer, token=token)
                 return SaveResult(run_id, created=True, imported=written.describe(),
                                   refused=claims_refusals(prepared, written), unlinked=written.unlinked)
-            insert_missing(conn, schema.source, prepared.sources)
-            insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
+            run_id = store_log_run(conn, prepared, ingested_at or datetime.now(UTC))
     except StoreError as exc:
         if isinstance(exc.__cause__, IntegrityError):  # a racing writer stored the same bytes first
             existing = find_run(engine, prepared.content_sha256)
@@ -62,6 +58,27 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
                 return SaveResult(existing, created=False)
         raise
     return SaveResult(run_id, created=True)
+
+
+def store_log_run(conn: Connection, prepared: PreparedRun, ingested_at: datetime) -> int:
+    """A prepared log (not a claims file) written on `conn`, in the caller's transaction: run, steps, results."""
+    run_id = _insert_run_and_steps(conn, prepared, ingested_at)
+    insert_missing(conn, schema.source, prepared.sources)
+    insert_results(conn, [replace(r, run_id=run_id) for r in prepared.results])
+    return run_id
+
+
+def _insert_run_and_steps(conn: Connection, prepared: PreparedRun, ingested_at: datetime) -> int:
+    run_id = _insert_run(conn, prepared, ingested_at)
+    steps = prepared.steps
+    insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
+                   order_shows=not steps.increasing, constants={"run_id": run_id})
+    return run_id
+
+
+def run_id_of(conn: Connection, content_sha256: str) -> int | None:
+    """The run stored with these bytes, if any, read on `conn`."""
+    return _run_id(conn, content_sha256)
 
 
 def _unchanged(prepared: PreparedRun) -> str | None:
@@ -125,6 +142,7 @@ def delete_run(engine: Engine, run_id: int) -> bool:
     with connection(engine, write=True) as conn:
         conn.execute(sa.delete(schema.result).where(schema.result.c.run_id == run_id))
         conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
+        conn.execute(sa.update(schema.outcome).where(schema.outcome.c.run_id == run_id).values(run_id=None))
         gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount
     return bool(gone)
 

@@ -1,0 +1,161 @@
+"""What the files of a campaign folder are, read without touching the store: a log, a configuration file of the
+sweep, an MLPerf system description, or a job table; and how a log says its job ended.
+
+How a job ended is read from the lines schedulers and frameworks print when it does (Slurm's
+`slurmstepd: error: *** JOB … CANCELLED AT … DUE TO TIME LIMIT ***`, PyTorch's `CUDA out of memory`); the
+strongest one found wins (out of memory, then time limit, then cancellation), with the line it was read from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ingest.streams import open_content, open_regular
+from perfledger.errors import ParseError
+from perfledger.vocabulary import OutcomeKind
+
+CONFIG_SUFFIXES = (".slurm", ".sbatch", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# The columns of llmb-run's job table (NVIDIA dgxc-benchmarking, cli/llmb-run/src/llmb_run/job_history.py)
+JOB_TABLE_COLUMNS = frozenset({"job_id", "slurm_state", "model_name", "dtype", "scale", "train_step_time_seconds"})
+
+_ENDINGS: tuple[tuple[OutcomeKind, re.Pattern[bytes]], ...] = (
+    (OutcomeKind.OUT_OF_MEMORY, re.compile(rb"CUDA out of memory|OutOfMemoryError|HIP out of memory|OUT_OF_MEMORY"
+                                           rb"|oom[-_]kill|Out Of Memory")),
+    (OutcomeKind.TIMEOUT, re.compile(rb"CANCELLED AT \S+ DUE TO TIME LIMIT|exceeded (?:its )?time limit")),
+    (OutcomeKind.CANCELLED, re.compile(rb"slurmstepd: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ \*\*\*")),
+)
+_SUBMISSION_KEY = re.compile(rb'"key": "(submission_[a-z]+)", "value": "([^"]*)"')
+_SBATCH = re.compile(r"^#SBATCH\s+--?([A-Za-z0-9_-]+)(?:[= ]\s*(\S+))?")
+_ASSIGNMENT = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a log says its job ended: the kind, the line and the text it was read from."""
+
+    kind: OutcomeKind
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileScan:
+    """One pass over a file's bytes: their hash, how the job ended (if it says), its MLPerf submission keys."""
+
+    sha256: str
+    ending: Ending | None
+    submission: Mapping[str, str]
+    head: bytes
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """Every file under the folder, by path; hidden files and folders (a leading dot) left out."""
+    return sorted(p for p in folder.rglob("*") if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+                  and not p.is_dir())
+
+
+def scan_file(path: Path, shown: str, limit: int | None) -> FileScan:
+    """Read the (decompressed) file once: hash, ending, submission keys."""
+    with open_regular(path, shown) as handle:
+        content = open_content(handle, shown).read(limit + 1 if limit else -1)
+    if limit and len(content) > limit:
+        raise ParseError(shown, None, f"larger than the limit of {limit // 2**20} MiB once decompressed")
+    submission = {k.decode(): v.decode(errors="replace") for k, v in _SUBMISSION_KEY.findall(content[:1 << 20])}
+    return FileScan(hashlib.sha256(content).hexdigest(), _ending(content), submission, content[:64])
+
+
+def _ending(content: bytes) -> Ending | None:
+    for kind, pattern in _ENDINGS:
+        if (m := pattern.search(content)) is not None:
+            start = content.rfind(b"\n", 0, m.start()) + 1
+            end = content.find(b"\n", m.end())
+            text = content[start:end if end >= 0 else len(content)].decode(errors="replace").strip()
+            return Ending(kind, content.count(b"\n", 0, m.start()) + 1, text)
+    return None
+
+
+def is_config_file(relative: Path) -> bool:
+    return relative.suffix.lower() in CONFIG_SUFFIXES or relative.name == "scaling.json"
+
+
+def is_system_description(relative: Path) -> bool:
+    """An MLPerf system description: systems/NAME.json."""
+    return relative.suffix.lower() == ".json" and "systems" in relative.parts[:-1]
+
+
+def is_job_table(head: bytes) -> bool:
+    return head.startswith(SQLITE_MAGIC)
+
+
+def config_settings(text: str) -> dict[str, str]:
+    """The settings a Slurm or shell script states: `#SBATCH --nodes=4` and `TP_SIZE=4` lines."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if (m := _SBATCH.match(line.strip())) is not None:
+            found[f"sbatch.{m.group(1)}"] = m.group(2) or "yes"
+        elif (m := _ASSIGNMENT.match(line)) is not None:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def read_text(path: Path, shown: str) -> str:
+    with open_regular(path, shown) as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def read_json_object(path: Path, shown: str) -> dict[str, Any]:
+    try:
+        with open_regular(path, shown) as handle:
+            value = json.loads(handle.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise ParseError(shown, line, f"not a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise ParseError(shown, 1, "not a JSON object")
+    return value
+
+
+def job_rows(path: Path, shown: str) -> Iterator[dict[str, Any]]:
+    """The rows of llmb-run's job table, opened read-only (the file is never written, nothing is ATTACHed)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise ParseError(shown, None, f"cannot be opened as SQLite: {exc}") from None
+    try:
+        conn.row_factory = sqlite3.Row
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+        if not JOB_TABLE_COLUMNS <= columns:
+            raise ParseError(shown, None, "an SQLite file without llmb-run's jobs table (job_id, slurm_state, "
+                                          "model_name, dtype, scale, train_step_time_seconds)")
+        yield from (dict(row) for row in conn.execute("SELECT * FROM jobs ORDER BY job_id"))
+    except sqlite3.Error as exc:
+        raise ParseError(shown, None, f"the job table cannot be read: {exc}") from None
+    finally:
+        conn.close()
+
+
+_SLURM_KINDS = {"COMPLETED": OutcomeKind.COMPLETED, "TIMEOUT": OutcomeKind.TIMEOUT, "DEADLINE": OutcomeKind.TIMEOUT,
+                "OUT_OF_MEMORY": OutcomeKind.OUT_OF_MEMORY, "CANCELLED": OutcomeKind.CANCELLED}
+_PARSE_KINDS = {"invalid_grad_norm": OutcomeKind.NAN, "no_data": OutcomeKind.NO_STEPS, "no_log": OutcomeKind.NO_STEPS,
+                "incomplete": OutcomeKind.FAILED}
+
+
+def job_outcome(row: Mapping[str, Any]) -> tuple[OutcomeKind, str | None]:
+    """A job-table row's outcome: its Slurm state, unless the parse of its log says the figures are unusable."""
+    state = str(row.get("slurm_state") or "").split()[0:1]
+    base = state[0].upper() if state else ""
+    parse = str(row.get("perf_parse_status") or "")
+    kind = _SLURM_KINDS.get(base, OutcomeKind.FAILED if base else OutcomeKind.NO_STEPS)
+    if kind is OutcomeKind.COMPLETED and parse in _PARSE_KINDS:
+        kind = _PARSE_KINDS[parse]
+    reason = None if kind is OutcomeKind.COMPLETED else f"slurm state {base or 'not recorded'}, parse status " \
+                                                        f"{parse or 'not recorded'}"
+    return kind, reason
