@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from ingest import campaign_files as files
 from ingest.campaign_score import campaign_score, mlperf_benchmark
@@ -26,13 +29,14 @@ from ingest.streams import open_regular
 from perfledger import store
 from perfledger.campaigns import Attempt, CampaignPlan, CampaignSaved
 from perfledger.catalog import Catalog
-from perfledger.errors import ParseError, PerfledgerError
+from perfledger.errors import FileTooLarge, ParseError, PerfledgerError
 from perfledger.records import PreparedRun
 from perfledger.vocabulary import CampaignKind, LogFormat, OutcomeKind
 
 # What makes two runs repeats of one another
 CONFIGURATION_KEYS = ("model", "accelerator", "n_devices", "precision", "seq_len", "global_batch", "micro_batch",
                       "tp", "pp", "dp", "cp", "ep", "framework")
+_NAN_LOSS = re.compile(r"loss nan|nan loss", re.IGNORECASE)
 HEADLINE_METRICS = ("time_to_train_s", "tokens_per_s_per_device", "samples_per_s", "step_time_s")
 
 
@@ -77,7 +81,10 @@ def plan_folder(folder: Path, given: Hints | None = None, *, limit: int | None =
         try:
             attempts.append(_log_attempt(path, shown, folder_hints, limit, engine, digests))
         except (PerfledgerError, OSError) as exc:
-            refusals.append(_refusal(shown, exc))
+            if (ended := _ended_before_steps(path, shown, limit, exc)) is None:
+                refusals.append(_refusal(shown, exc))
+            else:
+                attempts.append(ended)
     submission = _submission(attempts)
     if submission:
         meta["submission"] = submission
@@ -115,11 +122,12 @@ def _file_sha(path: Path, shown: str) -> str:
 
 
 def _refusal(shown: str, exc: BaseException) -> str:
+    """FILE:LINE: reason (FILE: reason when the whole file is refused, as every refusal of `python -m ingest`)."""
     if isinstance(exc, ParseError):
-        return f"{shown}:{exc.line or 0}: {exc.reason}"
+        return str(ParseError(shown, exc.line, exc.reason))
     if isinstance(exc, OSError):
-        return f"{shown}:0: cannot be read: {exc.strerror}"
-    return f"{shown}:0: {exc}"
+        return f"{shown}: cannot be read: {exc.strerror}"
+    return f"{shown}: {exc}"
 
 
 def _log_attempt(path: Path, shown: str, given: Hints, limit: int | None, engine: store.Engine | None,
@@ -139,6 +147,21 @@ def _log_attempt(path: Path, shown: str, given: Hints, limit: int | None, engine
         raise
 
 
+def _ended_before_steps(path: Path, shown: str, limit: int | None, exc: BaseException) -> Attempt | None:
+    """A file no parser reads that says how its job ended (out of memory, killed, cancelled): a failed attempt with
+    no steps, kept as an outcome; None for any other unreadable file."""
+    if not isinstance(exc, ParseError) or isinstance(exc, FileTooLarge):
+        return None
+    try:
+        scan = files.scan_file(path, shown, limit)
+    except (PerfledgerError, OSError):
+        return None
+    if scan.ending is None:
+        return None
+    return Attempt(file_name=shown, kind=scan.ending.kind, line=scan.ending.line,
+                   reason=f"{scan.ending.text} (no step logged)", configuration={})
+
+
 def _outcome_of(prepared: PreparedRun, scan: files.FileScan) -> tuple[OutcomeKind, str | None, int | None]:
     """How the run ended: the log's own last words first, then what its steps and figures say."""
     if scan.ending is not None:
@@ -148,19 +171,19 @@ def _outcome_of(prepared: PreparedRun, scan: files.FileScan) -> tuple[OutcomeKin
         return OutcomeKind.FAILED, why, None
     if prepared.steps.rows == 0 and not prepared.results:
         return OutcomeKind.NO_STEPS, "the log holds no training step", None
-    if _loss_ended_nan(prepared):
-        return OutcomeKind.NAN, "the loss is NaN at the last logged step", None
+    if (diverged := _nan_loss(prepared)) is not None:
+        return OutcomeKind.NAN, diverged, None
     return OutcomeKind.COMPLETED, None, None
 
 
-def _loss_ended_nan(prepared: PreparedRun) -> bool:
-    if not prepared.steps.files:
-        return False
-    import polars as pl
-
+def _nan_loss(prepared: PreparedRun) -> str | None:
+    """Why the run counts as diverged: the parser's warning that its loss became NaN, or a NaN last loss."""
+    said = next((w for w in prepared.warnings if _NAN_LOSS.search(w)), None)
+    if said is not None or not prepared.steps.files:
+        return said
     loss = (pl.scan_parquet(list(prepared.steps.files)).select(pl.col("loss")).filter(pl.col("loss").is_not_null())
             .tail(1).collect())
-    return loss.height == 1 and math.isnan(float(loss["loss"][0]))
+    return "the loss is NaN at the last logged step" if loss.height and math.isnan(float(loss["loss"][0])) else None
 
 
 def _headline(prepared: PreparedRun) -> tuple[str | None, float | None, str | None]:
