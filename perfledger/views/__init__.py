@@ -17,6 +17,7 @@ from perfledger.calc.normalise import NORMALIZATIONS
 from perfledger.views import (
     accelerators,
     audit,
+    campaigns,
     hardware,
     links,
     overview,
@@ -31,6 +32,7 @@ from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC
 from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
 from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts, with_input_rows
 from perfledger.views.audit import table as audit_table
+from perfledger.views.campaigns import CampaignsView
 from perfledger.views.links import HEADLINES, link
 from perfledger.views.output import (
     chart_file_name,
@@ -86,6 +88,7 @@ __all__ = [
     "VERDICTS",
     "AcceleratorView",
     "AuditView",
+    "CampaignsView",
     "OverviewView",
     "Page",
     "RunsView",
@@ -97,6 +100,7 @@ __all__ = [
     "audit",
     "audit_rule",
     "audit_table",
+    "campaigns",
     "caveat_list",
     "chart_file_name",
     "chart_image",

@@ -20,8 +20,9 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 QUERIES = {
     "overview": "by=accelerator", "speedups": "p=fsdp", "accelerators": "n=mfu&m=llama2-70b,llama2-7b",
     "scaling": "m=gpt2-xl", "time-to-train": "m=llama2-70b&tok=1000000000&a=h200&n=8&mode=measured&usd=4",
-    "runs": "", "audit": "v=inconsistent", "sources": "src=nv_blog_nemo_h200_2023",
+    "runs": "", "audit": "v=inconsistent", "sources": "src=nv_blog_nemo_h200_2023", "campaigns": "",
 }
+CAMPAIGN = Path(__file__).resolve().parents[1] / "fixtures" / "campaigns" / "bigscience_gpt2_meg_base_sweep"
 
 
 @pytest.fixture()
@@ -47,6 +48,11 @@ def test_page_download_equals_export(slug: str, seeded_engine: Engine, downloads
     if slug == "runs":  # a real log, ingested through the same pipeline as an upload
         outcome = pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
         query = f"run={outcome.run_id}&wf=0.2"
+    if slug == "campaigns":  # a real sweep, imported as the CLI imports a folder
+        from ingest.campaign import import_folder
+
+        saved = import_folder(seeded_engine, CAMPAIGN).saved
+        query = f"c={saved.campaign_id}" if saved else ""
     at = open_page(slug, query)
     assert not at.exception, at.exception
     expected = views.export(slug, query, seeded_engine, "csv")

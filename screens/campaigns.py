@@ -1,0 +1,70 @@
+"""Campaigns: folders imported at once (`python -m ingest DIR`), each with its score and rule; one campaign's
+attempts, failures kept with their reason, and its repeats with their spread."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from perfledger import store, views
+from screens import _ui
+
+PAGE = _ui.this_page(__file__)
+FORMATS = {"value": "localized", "score": "localized", "median": "localized", "q1": "localized", "q3": "localized",
+           "iqr": "localized", "min": "localized", "max": "localized"}
+db = _ui.engine()
+state = _ui.page_state(PAGE)
+st.title("Campaigns")
+_ui.stop_if_empty(db)
+
+listed = store.campaigns(db)
+ids = [0, *listed["id"].to_list()]
+names = dict(zip(listed["id"].to_list(), listed["name"].to_list(), strict=True))
+picked = st.selectbox("Campaign", ids, index=ids.index(state.campaign) if state.campaign in ids else 0,
+                      key=_ui.key(PAGE, "c"), format_func=lambda i: _ui.plain(f"{i}: {names[i]}") if i else "every campaign")
+if state.campaign and state.campaign not in ids:
+    st.warning(f"There is no campaign {state.campaign}; showing every campaign.")
+state = replace(state, campaign=picked)
+_ui.keep_in_url(state)
+_ui.describe(state)
+
+if not state.campaign:
+    if listed.is_empty():
+        st.info("No campaign yet. Import a folder of logs with `python -m ingest DIR` (an MLPerf submission, a sweep, "
+                "a job table): every log becomes a run, every failure an outcome with its reason.")
+    table = _ui.compute(PAGE, state, db)
+    _ui.show_table(table, FORMATS, key="campaigns_list")
+    _ui.download(state, table)
+    st.stop()
+
+header = views.campaigns.campaign_header(db, state.campaign) or {}
+score = header.get("score")
+c1, c2 = st.columns([1, 3])
+c1.metric(f"Score ({header.get('score_unit') or 'none'})", f"{score:,.6g}" if score is not None else "none")
+c2.markdown(f"**Rule:** {_ui.plain(header.get('score_rule') or '')}")
+if header.get("score_note"):
+    c2.caption(_ui.plain(header["score_note"]))
+counts = views.campaigns.outcome_counts(db, state.campaign)
+cols = st.columns(max(len(counts), 1))
+for col, (kind, n) in zip(cols, sorted(counts.items()), strict=False):
+    col.metric(kind, n)
+submission = (header.get("meta") or {}).get("submission")
+if submission:
+    st.caption(_ui.plain(" · ".join(f"{k.removeprefix('submission_')}: {v}" for k, v in submission.items())))
+for refusal in (header.get("meta") or {}).get("refusals") or []:
+    st.warning(_ui.plain(f"Refused: {refusal}"), icon=":material/block:")
+
+st.subheader("Attempts")
+st.caption("One row per log or job: a failure (out of memory, timeout, cancelled, NaN loss, no steps) is kept with "
+           "the reason and line the log gave, beside the runs that completed.")
+table = _ui.compute(PAGE, state, db)
+_ui.show_table(table, FORMATS, key="campaign_attempts")
+_ui.download(state, table)
+
+st.subheader("Repeats")
+st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "
+           "interquartile range, min-max and n. `overlaps` names the configurations whose IQR overlaps this one's: "
+           "their difference is within run-to-run noise.")
+_ui.show_table(views.campaigns.repeats(db, state.campaign), FORMATS, key="campaign_repeats")
+_ui.show_formula(PAGE)

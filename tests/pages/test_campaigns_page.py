@@ -1,0 +1,47 @@
+"""The Campaigns page: every campaign with its score and rule, and one campaign's attempts (failures with their
+reason) and repeats with their spread, the rule named on screen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine
+from streamlit.testing.v1 import AppTest
+
+from ingest.campaign import import_folder
+
+CAMPAIGNS = Path(__file__).resolve().parents[1] / "fixtures" / "campaigns"
+
+
+def test_a_submission_shows_its_olympic_score_with_the_rule_and_its_ten_repeats(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    saved = import_folder(seeded_engine, CAMPAIGNS / "mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora").saved
+    assert saved is not None
+    at = open_page("campaigns", f"c={saved.campaign_id}")
+    assert not at.exception, at.exception
+    assert at.metric[0].value == "1,765.73"
+    assert any("MLPerf olympic mean" in m.value and "10 runs" in m.value for m in at.markdown)
+    attempts, repeats = at.dataframe[0].value, at.dataframe[1].value
+    assert len(attempts) == 10 and set(attempts["kind"]) == {"completed"}
+    assert repeats["n"].tolist() == [10]
+
+
+def test_failed_jobs_of_a_sweep_are_rows_with_their_reason(seeded_engine: Engine,
+                                                          open_page: Callable[..., AppTest]) -> None:
+    saved = import_folder(seeded_engine, CAMPAIGNS / "bigscience_gpt2_meg_base_sweep").saved
+    assert saved is not None
+    at = open_page("campaigns", f"c={saved.campaign_id}")
+    assert not at.exception, at.exception
+    attempts = at.dataframe[0].value
+    timeout = attempts[attempts["kind"] == "timeout"]
+    assert len(attempts) == 5 and timeout["reason"].str.contains("DUE TO TIME LIMIT").all()
+    assert {m.label: m.value for m in at.metric[1:]} == {"cancelled": "4", "timeout": "1"}
+
+
+def test_the_list_names_every_campaign(seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    import_folder(seeded_engine, CAMPAIGNS / "dgxc_llama31_405b_gb200_jobs")
+    at = open_page("campaigns")
+    assert not at.exception, at.exception
+    listed = at.dataframe[0].value
+    assert listed["name"].tolist() == ["dgxc_llama31_405b_gb200_jobs"] and listed["kind"].tolist() == ["job table"]
