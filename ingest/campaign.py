@@ -42,7 +42,8 @@ HEADLINE_METRICS = ("time_to_train_s", "tokens_per_s_per_device", "samples_per_s
 
 @dataclass(frozen=True, slots=True)
 class CampaignImport:
-    """What importing a folder did: the stored campaign (None on a dry run) and the plan it stored."""
+    """What importing a folder did: the stored campaign (None on a dry run, or when every file was refused) and
+    the plan it stored."""
 
     plan: CampaignPlan
     saved: CampaignSaved | None
@@ -53,6 +54,8 @@ def import_folder(engine: store.Engine, folder: Path, given: Hints | None = None
     """Read the folder into a plan and store it in one transaction; the step files are removed either way."""
     plan = plan_folder(folder, given, limit=limit, known=known, engine=engine)
     try:
+        if not plan.attempts:  # every file refused: there is no campaign to store
+            return CampaignImport(plan, None)
         return CampaignImport(plan, store.save_campaign(engine, plan, ingested_at=now))
     finally:
         plan.close()

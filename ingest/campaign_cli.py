@@ -33,7 +33,7 @@ def ingest_folder(engine: store.Engine, folder: Path, given: Hints, limit: int, 
         done = CampaignImport(plan, None)
     else:
         done = import_folder(engine, folder, given, limit=limit, known=known)
-    report = campaign_report(engine, done)
+    report = campaign_report(engine, done, dry=dry)
     for refusal in done.plan.refusals:
         print(refusal, file=sys.stderr)
     if as_json:
@@ -45,7 +45,7 @@ def ingest_folder(engine: store.Engine, folder: Path, given: Hints, limit: int, 
     return 1 if done.plan.refusals else 0
 
 
-def campaign_report(engine: store.Engine, done: CampaignImport) -> dict[str, Any]:
+def campaign_report(engine: store.Engine, done: CampaignImport, *, dry: bool = False) -> dict[str, Any]:
     """The campaign as stored (or, on a dry run, as read): attempts, runs, outcomes by kind, score, repeats."""
     plan, saved = done.plan, done.saved
     frame = store.outcomes(engine, saved.campaign_id) if saved is not None else _plan_frame(plan)
@@ -54,7 +54,7 @@ def campaign_report(engine: store.Engine, done: CampaignImport) -> dict[str, Any
                 for r in frame.iter_rows(named=True)]
     repeats = summarise_repeats(frame.select("configuration", "kind", "metric", "value", "unit"), MEASURED)
     return {"id": saved.campaign_id if saved else None, "name": plan.name, "kind": plan.kind.value,
-            "created": saved.created if saved else False, "dry_run": saved is None,
+            "created": saved.created if saved else False, "dry_run": dry,
             "runs": list(saved.run_ids) if saved else [], "outcomes": store.outcome_counts(frame),
             "score": {"value": plan.score.value, "unit": plan.score.unit, "rule": plan.score.rule,
                       "note": plan.score.note},
@@ -71,8 +71,9 @@ def _plan_frame(plan: CampaignPlan) -> pl.DataFrame:
 
 
 def _print_text(report: dict[str, Any]) -> None:
-    state = "dry run, nothing stored" if report["dry_run"] else (
-        f"stored as campaign {report['id']}" if report["created"] else f"already stored as campaign {report['id']}")
+    state = ("dry run, nothing stored" if report["dry_run"] else "nothing stored: every file was refused"
+             if report["id"] is None else f"stored as campaign {report['id']}" if report["created"]
+             else f"already stored as campaign {report['id']}")
     print(f"{report['name']}: {report['kind']}, {len(report['attempts'])} attempts, {state}")
     for a in report["attempts"]:
         figure = f"{a['metric']} {a['value']:,.6g} {a['unit']}" if a["value"] is not None else "no figure"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -57,9 +58,13 @@ class FileScan:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """Every file under the folder, by path; hidden files and folders (a leading dot) left out."""
-    return sorted(p for p in folder.rglob("*") if not any(part.startswith(".") for part in p.relative_to(folder).parts)
-                  and not p.is_dir())
+    """Every file under the folder, by path; hidden files and folders (a leading dot) left out, links to folders
+    not followed (a link loop would never end)."""
+    found: list[Path] = []
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [Path(top) / n for n in names if not n.startswith(".")]
+    return sorted(found)
 
 
 def scan_file(path: Path, shown: str, limit: int | None) -> FileScan:

@@ -73,3 +73,27 @@ def test_text_output_names_the_outcomes_and_the_score_rule(tmp_path: Path) -> No
     assert "timeout (slurmstepd: error: *** STEP 1809655.0 ON r6i4n3 CANCELLED AT" in out.stdout
     assert "outcomes: 4 cancelled, 1 timeout" in out.stdout
     assert "score: 183.988 tokens/s/device — the highest median tokens_per_s_per_device" in out.stdout
+
+
+def test_a_folder_whose_every_file_is_refused_stores_no_campaign(tmp_path: Path) -> None:
+    folder = tmp_path / "junk"
+    folder.mkdir()
+    (folder / "core.bin").write_bytes(bytes(range(256)) * 8)
+    db = f"duckdb:///{tmp_path / 's.duckdb'}"
+    out = ingest(str(folder), "--db", db, "--json")
+    assert out.returncode == 1 and out.stderr.startswith("core.bin: not a log format")
+    _, campaign = campaign_of(out.stdout)
+    assert campaign["id"] is None and campaign["runs"] == []
+    listed = subprocess.run([sys.executable, "-m", "perfledger", "export", "campaigns", "", "--db", db], cwd=ROOT,
+                            capture_output=True, text=True, check=True, timeout=120)
+    assert listed.stdout.splitlines()[1:] == []
+
+
+def test_a_dry_run_reads_the_folder_and_stores_nothing(tmp_path: Path) -> None:
+    db = f"duckdb:///{tmp_path / 's.duckdb'}"
+    out = ingest(str(CAMPAIGNS / "dgxc_llama31_405b_gb200_jobs"), "--db", db, "--json", "--dry-run")
+    assert out.returncode == 0
+    attempts, campaign = campaign_of(out.stdout)
+    assert campaign["dry_run"] is True and campaign["id"] is None and len(attempts) == 7
+    again = ingest(str(CAMPAIGNS / "dgxc_llama31_405b_gb200_jobs"), "--db", db, "--json")
+    assert campaign_of(again.stdout)[1]["created"] is True
