@@ -127,13 +127,6 @@ def spreads_overlap(a: Spread, b: Spread) -> bool:
     return a.q1 <= b.q3 and b.q1 <= a.q3
 
 
-def comparison_note(a: Spread, b: Spread) -> str:
-    """One sentence for a comparison of two spreads: whether the difference stands out from the noise."""
-    if spreads_overlap(a, b):
-        return "the spreads overlap (IQR): the difference is within run-to-run noise"
-    return "the spreads do not overlap (IQR)"
-
-
 def olympic_score(times: Sequence[float | None], rule: ScoringRule) -> OlympicScore:
     """MLPerf's score of a set of runs: None for a run that did not converge (it counts as the slowest).
 
@@ -206,7 +199,6 @@ __all__ = [
     "OlympicScore",
     "ScoringRule",
     "Spread",
-    "comparison_note",
     "finite_values",
     "olympic_score",
     "quantile_linear",

@@ -120,11 +120,3 @@ def outcome_counts(frame: pl.DataFrame) -> dict[str, int]:
         return {}
     counted = frame.group_by("kind").len().sort("kind")
     return dict(zip(counted["kind"].to_list(), counted["len"].to_list(), strict=True))
-
-
-def delete_campaign(engine: Engine, campaign_id: int) -> bool:
-    """Remove a campaign and its outcomes (its runs stay unless deleted on their own)."""
-    with connection(engine, write=True) as conn:
-        conn.execute(sa.delete(schema.outcome).where(schema.outcome.c.campaign_id == campaign_id))
-        gone = conn.execute(sa.delete(schema.campaign).where(schema.campaign.c.id == campaign_id)).rowcount
-    return bool(gone)
