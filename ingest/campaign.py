@@ -80,14 +80,20 @@ def plan_folder(folder: Path, given: Hints | None = None, *, limit: int | None =
         except (PerfledgerError, OSError) as exc:
             refusals.append(_refusal(shown, exc))
     folder_hints = _merged(_system_hints(meta["systems"], known), given)
-    for path, shown in logs:
-        try:
-            attempts.append(_log_attempt(path, shown, folder_hints, limit, engine, digests))
-        except (PerfledgerError, OSError) as exc:
-            if (ended := _ended_before_steps(path, shown, limit, exc)) is None:
-                refusals.append(_refusal(shown, exc))
-            else:
-                attempts.append(ended)
+    try:
+        for path, shown in logs:
+            try:
+                attempts.append(_log_attempt(path, shown, folder_hints, limit, engine, digests))
+            except (PerfledgerError, OSError) as exc:
+                if (ended := _ended_before_steps(path, shown, limit, exc)) is None:
+                    refusals.append(_refusal(shown, exc))
+                else:
+                    attempts.append(ended)
+    except BaseException:  # interrupted: the runs prepared so far leave no step files behind
+        for attempt in attempts:
+            if attempt.prepared is not None:
+                attempt.prepared.close()
+        raise
     submission = _submission(attempts)
     if submission:
         meta["submission"] = submission
@@ -138,8 +144,10 @@ def _log_attempt(path: Path, shown: str, given: Hints, limit: int | None, engine
     scan = files.scan_file(path, shown, limit)
     with open_regular(path, shown) as handle:
         prepared = prepare(handle, shown, given, engine=engine, limit=limit)
-    digests.append(f"{shown}:{scan.sha256}")
     try:
+        if prepared.format is LogFormat.CLAIMS_CSV:
+            raise ParseError(shown, None, "a claims file, not a run: import it on its own (python -m ingest FILE)")
+        digests.append(f"{shown}:{scan.sha256}")
         kind, reason, line = _outcome_of(prepared, scan)
         metric, value, unit = _headline(prepared)
         configuration = _configuration(prepared.config) | _benchmark(scan)
