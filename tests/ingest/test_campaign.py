@@ -123,3 +123,17 @@ def test_unreadable_files_are_refused_with_file_line_and_reason_and_the_rest_is_
     binary, broken = sorted(plan.refusals)
     assert binary.startswith("results/ESC_N8A-E12/llama2_70b_lora/notes.bin: not a log format perfledger reads")
     assert broken.startswith("systems/broken.json:3: not a JSON object: Expecting ':' delimiter")
+
+
+def test_a_run_that_did_not_converge_is_a_failed_outcome_dropped_as_the_slowest(tmp_path: Path) -> None:
+    folder = tmp_path / "submission"
+    shutil.copytree(MLPERF, folder)
+    aborted = folder / "results/ESC_N8A-E12/llama2_70b_lora/result_2.txt"
+    aborted.write_text(aborted.read_text().replace('"status": "success"', '"status": "aborted"'))
+    converged = sorted(mllog_time_to_train_s(p) for p in sorted(folder.glob("results/*/*/result_*.txt"))
+                       if p != aborted)
+    plan = planned(folder)
+    failed = [a for a in plan.attempts if a.kind is not OutcomeKind.COMPLETED]
+    assert [(a.file_name, a.kind) for a in failed] == [(aborted.relative_to(folder).as_posix(), OutcomeKind.FAILED)]
+    assert "aborted" in (failed[0].reason or "")
+    assert plan.score.value == pytest.approx(sum(converged[1:]) / 8, rel=1e-3)  # the aborted run is the slowest
