@@ -82,7 +82,7 @@ def _has_campaigns(conn: Connection) -> bool:
 def campaigns(engine: Engine) -> pl.DataFrame:
     """One row per campaign, newest first: id, name, kind, imported_at, attempts, runs, failed, score, unit, rule."""
     c, o = schema.campaign, schema.outcome
-    failed = sa.func.sum(sa.case((o.c.kind != "completed", 1), else_=0))
+    failed = sa.cast(sa.func.sum(sa.case((o.c.kind != "completed", 1), else_=0)), sa.BigInteger)
     stmt = (sa.select(c.c.id, c.c.name, c.c.kind, c.c.imported_at, sa.func.count(o.c.id).label("attempts"),
                       sa.func.count(o.c.run_id).label("runs"), sa.func.coalesce(failed, 0).label("failed"),
                       c.c.score, c.c.score_unit, c.c.score_rule, c.c.score_note)

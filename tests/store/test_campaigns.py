@@ -83,3 +83,13 @@ def test_deleting_a_run_keeps_its_outcome_without_the_run(new_store_url: Callabl
     assert store.delete_run(engine, done.run_ids[0])
     outcomes = store.outcomes(engine, done.campaign_id)
     assert outcomes.height == 5 and outcomes["run_id"].null_count() == 1
+
+
+def test_the_campaign_list_reads_the_same_on_both_engines(new_store_url: Callable[..., str]) -> None:
+    engine = store.engine_from_url(new_store_url("list"))
+    store.create_schema(engine)
+    import_folder(engine, SWEEP)
+    listed = store.campaigns(engine)
+    assert listed.schema["failed"] == listed.schema["runs"] == listed.schema["attempts"]
+    assert listed.drop("imported_at").row(0) == (1, SWEEP.name, "sweep", 5, 5, 5, pytest.approx(183.988, rel=1e-5),
+                                                 "tokens/s/device", listed["score_rule"][0], listed["score_note"][0])
