@@ -9,6 +9,7 @@ import streamlit as st
 
 from perfledger import store, views
 from screens import _ui
+from screens._campaign_upload import campaign_upload_panel
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"value": "localized", "score": "localized", "median": "localized", "q1": "localized", "q3": "localized",
@@ -17,6 +18,7 @@ db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Campaigns")
 _ui.stop_if_empty(db)
+campaign_upload_panel(PAGE)
 
 listed = store.campaigns(db)
 ids = [0, *listed["id"].to_list()]
@@ -31,8 +33,8 @@ _ui.describe(state)
 
 if not state.campaign:
     if listed.is_empty():
-        st.info("No campaign yet. Import a folder of logs with `python -m ingest DIR` (an MLPerf submission, a sweep, "
-                "a job table): every log becomes a run, every failure an outcome with its reason.")
+        st.info("No campaign yet. Import a folder of logs with `python -m ingest DIR`, or its zip above (an MLPerf "
+                "submission, a sweep, a job table): every log becomes a run, every failure an outcome with its reason.")
     table = _ui.compute(PAGE, state, db)
     _ui.show_table(table, FORMATS, key="campaigns_list")
     _ui.download(state, table)

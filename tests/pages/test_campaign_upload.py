@@ -1,0 +1,51 @@
+"""The Campaigns page imports a zipped folder as `python -m ingest DIR` imports the folder; the panel is hidden when
+the store is read-only and asks for the token when one is set."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "campaigns" / "bigscience_gpt2_meg_base_sweep"
+
+
+def zipped(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.iterdir()):
+            archive.write(path, path.name)
+        archive.writestr("core.bin", bytes(range(256)) * 8)
+    return buffer.getvalue()
+
+
+def test_a_zipped_sweep_is_stored_as_one_campaign_with_its_refusals_said(seeded_url: str,
+                                                                        open_page: Callable[..., AppTest]) -> None:
+    at = open_page("campaigns")
+    at.file_uploader(key="ca_zip").set_value(("sweep.zip", zipped(SWEEP), "application/zip")).run()
+    at.button(key="ca_go").click().run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == ["Stored as campaign 1 (sweep, 5 attempts): pick it below."]
+    assert any("Refused: core" in w.value and "not a log format" in w.value for w in at.warning)
+    listed = at.dataframe[0].value
+    assert listed["name"].tolist() == ["sweep"] and listed["failed"].tolist() == [5]
+
+
+def test_the_zip_panel_is_hidden_when_read_only(seeded_url: str, open_page: Callable[..., AppTest],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
+    at = open_page("campaigns")
+    assert not at.exception and not list(at.get("file_uploader"))
+
+
+def test_the_zip_panel_asks_for_the_token_when_one_is_set(seeded_url: str, open_page: Callable[..., AppTest],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", "s3cret-token")
+    at = open_page("campaigns")
+    assert not list(at.get("file_uploader"))
+    at.text_input(key="ca_tok").input("s3cret-token").run()
+    assert not at.exception and list(at.get("file_uploader"))
