@@ -107,6 +107,9 @@ def _read_metadata_file(path: Path, relative: Path, shown: str, meta: dict[str, 
                         logs: list[tuple[Path, str]]) -> list[Attempt]:
     """A configuration file, a system description or a job table goes into the metadata (or attempts, for a job
     table's rows); a log is queued to be prepared once the folder's hints are known."""
+    if files.is_document(relative):
+        meta.setdefault("documents", []).append(shown)
+        return []
     if files.is_system_description(relative):
         meta["systems"][shown] = files.read_json_object(path, shown)
         digests.append(f"{shown}:{_file_sha(path, shown)}")

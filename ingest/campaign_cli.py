@@ -58,7 +58,7 @@ def campaign_report(engine: store.Engine, done: CampaignImport, *, dry: bool = F
             "runs": list(saved.run_ids) if saved else [], "outcomes": store.outcome_counts(frame),
             "score": {"value": plan.score.value, "unit": plan.score.unit, "rule": plan.score.rule,
                       "note": plan.score.note},
-            "meta": {k: v for k, v in plan.meta.items() if k in ("submission", "systems", "configs", "job_table")},
+            "meta": {k: v for k, v in plan.meta.items() if k in ("submission", "systems", "configs", "job_table", "documents")},
             "refused": list(plan.refusals), "repeats": repeats.to_dicts(), "attempts": attempts}
 
 

@@ -23,6 +23,7 @@ from perfledger.errors import ParseError
 from perfledger.vocabulary import OutcomeKind
 
 CONFIG_SUFFIXES = (".slurm", ".sbatch", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini")
+DOCUMENT_SUFFIXES = (".md", ".rst", ".pdf", ".png", ".jpg", ".jpeg", ".svg", ".html")  # a folder's notes: listed
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # The columns of llmb-run's job table (NVIDIA dgxc-benchmarking, cli/llmb-run/src/llmb_run/job_history.py)
 JOB_TABLE_COLUMNS = frozenset({"job_id", "slurm_state", "model_name", "dtype", "scale", "train_step_time_seconds"})
@@ -89,6 +90,10 @@ def _ending(content: bytes) -> Ending | None:
 
 def is_config_file(relative: Path) -> bool:
     return relative.suffix.lower() in CONFIG_SUFFIXES or relative.name == "scaling.json"
+
+
+def is_document(relative: Path) -> bool:
+    return relative.suffix.lower() in DOCUMENT_SUFFIXES
 
 
 def is_system_description(relative: Path) -> bool:

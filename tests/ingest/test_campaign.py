@@ -118,7 +118,9 @@ def test_unreadable_files_are_refused_with_file_line_and_reason_and_the_rest_is_
     shutil.copytree(MLPERF, folder)
     (folder / "results/ESC_N8A-E12/llama2_70b_lora/notes.bin").write_bytes(bytes(range(256)) * 8)
     (folder / "systems/broken.json").write_text('{"system_name": "x",\n "oops"\n}')
+    (folder / "README.md").write_text("# How these runs were made\n")  # notes are listed, not refused
     plan = planned(folder)
+    assert plan.meta["documents"] == ["README.md"]
     assert len(plan.attempts) == 10
     binary, broken = sorted(plan.refusals)
     assert binary.startswith("results/ESC_N8A-E12/llama2_70b_lora/notes.bin: not a log format perfledger reads")
