@@ -25,7 +25,7 @@ from ingest import hints as hint
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
 from ingest.parsers._common import backwards_warning, without_backward_durations
-from ingest.parsers.base import LogParser
+from ingest.parsers.base import LogParser, date_in_text
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
@@ -117,6 +117,7 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
             skipped_lines=parsed.skipped_lines,
             problems=tuple(str(p) for p in parsed.problems),
             problems_left_out=dict(parsed.problems_left_out),
+            ran_at=parser.started_at,
             release=spool.close,
         )
     except BaseException:
@@ -149,6 +150,8 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
         raise ParseError(file_name, None, "the file is empty")
     parser = detect_head(head_bytes, file_name=file_name)(file_name)
     skip_stray_lines(parser, head_bytes)
+    if not parser.reads_bytes:
+        parser.saw_time(date_in_text(head_bytes.decode("utf-8", "replace")))
     return stream, parser
 
 

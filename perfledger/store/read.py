@@ -267,6 +267,7 @@ def run(engine: Engine, run_id: int) -> RunRow | None:
         summary=json.loads(data["summary"]) if data["summary"] else None,
         source_id=data["source_id"],
         note=data["note"],
+        ran_at=_utc(data["ran_at"]) if data.get("ran_at") is not None else None,
     )
 
 

@@ -6,6 +6,9 @@ are kept; the change is one ALTER per column (PostgreSQL rewrites the table once
 DuckDB refuses to change the type of a column an index covers, and stores made before the step index became
 PostgreSQL's alone still carry it (see schema.step): on DuckDB that index is dropped first, in its own
 transaction (DuckDB checks the dependency against committed state), which loses nothing DuckDB reads by.
+
+Columns added since (ADDED) are added by the same first writer, one ALTER TABLE ... ADD COLUMN each: a metadata
+change on both engines; the rows stored before read the new column as null ("not stated").
 """
 
 from __future__ import annotations
@@ -45,3 +48,26 @@ def widen_columns(conn: Connection) -> list[str]:
         for table, column in narrow:
             conn.exec_driver_sql(f'ALTER TABLE {table} ALTER COLUMN "{column}" TYPE BIGINT')
     return [f"{t}.{c}" for t, c in narrow]
+
+
+def upgrade(conn: Connection) -> list[str]:
+    """Bring a store of an earlier release up to this schema in place (`conn` not in a transaction): the columns
+    widened and added, as "table.column"."""
+    return widen_columns(conn) + add_columns(conn)
+
+
+# --- run date: the run's own date (schema.run.ran_at) ---
+ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"),)
+
+
+def add_columns(conn: Connection) -> list[str]:
+    """ALTER TABLE ... ADD COLUMN for each ADDED column the store lacks, in one transaction; what was added."""
+    with conn.begin():
+        inspector = sa.inspect(conn)
+        missing = [(t, c) for t, c in ADDED if inspector.has_table(t.name)
+                   and c not in {col["name"] for col in inspector.get_columns(t.name)}]
+        for table, name in missing:
+            kind = table.c[name].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {kind}')
+    return [f"{t.name}.{c}" for t, c in missing]
+# --- end run date ---
