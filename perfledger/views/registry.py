@@ -16,7 +16,17 @@ from sqlalchemy import Engine
 
 from perfledger import urlstate
 from perfledger.errors import InvalidQuery
-from perfledger.views import accelerators, audit, overview, runs, scaling, sources, speedups, time_to_train
+from perfledger.views import (
+    accelerators,
+    audit,
+    history,
+    overview,
+    runs,
+    scaling,
+    sources,
+    speedups,
+    time_to_train,
+)
 from perfledger.views.remembered import until_written
 
 
@@ -68,6 +78,8 @@ PAGES: tuple[Page[Any], ...] = (
          time_to_train.TimeToTrainView, _remembered(time_to_train.table), time_to_train.FORMULAS, "tt_"),
     Page("runs", "Runs", ":material/monitor_heart:", "screens/runs.py",
          runs.RunsView, _remembered(runs.table), runs.FORMULAS, "ru_"),
+    Page("history", "History", ":material/timeline:", "screens/history.py",
+         history.HistoryView, _remembered(history.table), history.FORMULAS, "hi_"),
     Page("audit", "Audit", ":material/fact_check:", "screens/audit.py",
          audit.AuditView, _remembered(audit.table), audit.FORMULAS, "au_"),
     Page("sources", "Sources", ":material/menu_book:", "screens/sources.py",

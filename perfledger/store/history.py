@@ -1,0 +1,43 @@
+"""Reads for a configuration's history: the figures ingested runs produced, each with the date its run ran."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+import sqlalchemy as sa
+from sqlalchemy import Engine
+
+from perfledger import schema
+from perfledger.errors import InvalidInput
+from perfledger.store.engine import connection
+from perfledger.store.read import query
+
+CONFIG_COLUMNS = ("model_id", "accelerator_id", "n_devices", "precision", "framework", "tp", "pp", "dp", "cp", "ep",
+                  "strategy")
+
+
+def run_figures(engine: Engine, metrics: Sequence[str], *, run_ids: Sequence[int] | None = None) -> pl.DataFrame:
+    """The result rows of ingested runs for `metrics` (every run, or only `run_ids`), with their run's file name,
+    log date (`ran_at`, null where the log printed none) and ingest date."""
+    r, run = schema.result, schema.run
+    stmt = (sa.select(r.c.id, r.c.run_id, *[r.c[c] for c in CONFIG_COLUMNS], r.c.framework_version, r.c.metric,
+                      r.c.value, r.c.unit, r.c.evidence, run.c.file_name, run.c.ran_at, run.c.ingested_at)
+            .select_from(r.join(run, r.c.run_id == run.c.id))
+            .where(r.c.metric.in_(list(metrics)))
+            .order_by(r.c.run_id, r.c.id))
+    if run_ids is not None:
+        stmt = stmt.where(r.c.run_id.in_(list(run_ids)))
+    return query(engine, stmt)
+
+
+def runs_to_check(engine: Engine, target: str) -> list[int]:
+    """The runs a check names: a run id (a stored run); InvalidInput saying what was looked for otherwise."""
+    if not target.strip().isdigit():
+        raise InvalidInput(f"{target!r} is not a run id (a whole number, as `python -m ingest --json` prints)")
+    run_id = int(target)
+    with connection(engine, write=False) as conn:
+        found = conn.scalar(sa.select(schema.run.c.id).where(schema.run.c.id == run_id))
+    if found is None:
+        raise InvalidInput(f"there is no run {run_id} in the store")
+    return [run_id]
