@@ -11,10 +11,9 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import changepoints
-from perfledger.store.history import run_figures
+from perfledger.store.history import published_figures, run_figures
 
 # The figures a history follows, each with its direction.
 HIGHER_IS_BETTER = {"tokens_per_s_per_device": True, "step_time_s": False, "mfu": True,
@@ -124,13 +123,8 @@ def _judged(series: pl.DataFrame, state: HistoryView) -> pl.DataFrame:
 
 
 def vendor_references(engine: Engine, metric: str) -> pl.DataFrame:
-    """The newest published (reported, not from a run) figure per model, accelerator, devices and precision."""
-    rows = store.results(engine, metric=metric, columns=(
-        "id", "source_id", "run_id", "model_id", "accelerator_id", "n_devices", "precision", "evidence", "value"))
-    published = rows.filter(pl.col("run_id").is_null(), pl.col("evidence") == "reported")
-    dated = published.join(store.sources(engine).select(source_id="id", source_date="date"), on="source_id",
-                           how="left")
-    return (dated.sort(["source_date", "id"], descending=True, nulls_last=True)
+    """The newest published figure (by its source's date) per model, accelerator, devices and precision."""
+    return (published_figures(engine, metric).sort(["source_date", "id"], descending=True, nulls_last=True)
             .unique(["model_id", "accelerator_id", "n_devices", "precision"], keep="first")
             .select(model="model_id", accelerator="accelerator_id", devices="n_devices", precision="precision",
                     reference="value", **{"reference source": "source_id"}))

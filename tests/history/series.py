@@ -58,3 +58,19 @@ def ingest_series(url: str, paths: list[Path]) -> list[dict[str, object]]:
                           env=env, capture_output=True, text=True, check=False, cwd=root)
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+SLOWED_NIGHT = 5
+
+
+def series_store(folder: Path, *, slowed_night: int | None) -> tuple[str, list[int]]:
+    """A DuckDB store in `folder` loaded from data/ (the published figures a reference line reads) with the nightly
+    series ingested; its URL and the run ids in night order."""
+    from perfledger import store
+
+    url = f"duckdb:///{folder / 'perfledger.duckdb'}"
+    engine = store.engine_from_url(url)
+    store.init_store(engine, Path(__file__).resolve().parents[2] / "data")
+    engine.dispose()
+    outcomes = ingest_series(url, nightly_series(folder / "logs", slowed_night=slowed_night))
+    return url, [int(str(o["run_id"])) for o in outcomes]
