@@ -26,7 +26,7 @@ def test_the_run_date_is_read_from_the_log(name: str, ran_at: datetime) -> None:
 
 
 def test_a_tensorboard_run_date_is_the_file_names_creation_time_give_or_take_its_start_up() -> None:
-    created = datetime.fromtimestamp(int(TB.split(".")[3]), UTC)  # the writer puts its start time in the name
+    created = datetime.fromtimestamp(int(TB.split(".")[4]), UTC)  # the writer puts its start time in the name
     with prepare((LOGS / TB).read_bytes(), TB) as prepared:
         assert prepared.ran_at is not None and 0 <= (prepared.ran_at - created).total_seconds() < 3600
 
