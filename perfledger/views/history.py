@@ -123,8 +123,11 @@ def _judged(series: pl.DataFrame, state: HistoryView) -> pl.DataFrame:
 
 
 def vendor_references(engine: Engine, metric: str) -> pl.DataFrame:
-    """The newest published figure (by its source's date) per model, accelerator, devices and precision."""
-    return (published_figures(engine, metric).sort(["source_date", "id"], descending=True, nulls_last=True)
+    """Per model, accelerator, devices and precision: the best figure of the newest source (by its date) that
+    published one; a source that lists variants of a configuration (FP8 recipes, say) is held to its best."""
+    best_first = HIGHER_IS_BETTER[metric]
+    return (published_figures(engine, metric)
+            .sort(["source_date", "value", "id"], descending=[True, best_first, True], nulls_last=True)
             .unique(["model_id", "accelerator_id", "n_devices", "precision"], keep="first")
             .select(model="model_id", accelerator="accelerator_id", devices="n_devices", precision="precision",
                     reference="value", **{"reference source": "source_id"}))
