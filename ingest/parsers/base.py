@@ -46,7 +46,8 @@ def date_in_text(text: str) -> datetime | None:
     """
     for m in _PRINTED_DATE.finditer(text):
         try:
-            return datetime(*map(int, m.groups()), tzinfo=UTC)  # type: ignore[misc]
+            year, month, day, hour, minute, second = map(int, m.groups())
+            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
         except ValueError:  # 2025-13-45: not a date
             continue
     return None
