@@ -351,8 +351,9 @@ def history_lines(points: pl.DataFrame, *, by: str, value_title: str) -> Drawn:
     layers = [base.mark_line(point=True).encode(y=y, tooltip=tips),
               base.mark_line(strokeDash=[4, 3], opacity=0.6).encode(y=alt.Y("level:Q", title=value_title)),
               base.transform_filter("datum['change point']").mark_point(size=220, strokeWidth=2).encode(y=y),
-              base.transform_filter("datum.regression").mark_point(shape="triangle-down", size=160, filled=True,
-                                                                   color="#d32f2f").encode(y=y, tooltip=tips)]
+              base.transform_filter("datum.regression").mark_point(shape="triangle-down", size=220, filled=True,
+                                                                   opacity=1).encode(
+                  y=y, tooltip=tips, color=alt.value("#d32f2f"))]
     if data["reference line"].is_not_null().any():
         layers.append(alt.Chart(data).mark_rule(strokeDash=[8, 4], color="#616161").encode(
             y=alt.Y("max(reference line):Q", title=value_title)))
