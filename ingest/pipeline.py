@@ -61,6 +61,7 @@ class IngestOutcome:
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
     unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
     dry_run: bool = False  # nothing was stored: the outcome says what storing would do
+    ran_at: datetime | None = None  # when the run ran, by the log's own clock; None: the log printed no date
 
     @property
     def rows_refused(self) -> bool:
@@ -75,7 +76,8 @@ class IngestOutcome:
                 "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
-                "results": self.summary.results_json(), "dry_run": self.dry_run} | (
+                "results": self.summary.results_json(), "dry_run": self.dry_run,
+                "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
                     {"imported": self.imported, "refused": self.refused or {},
                      "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
@@ -313,7 +315,7 @@ def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_nam
                     results=[r for r in summary.results if r.locator == "steady-state window"])
     return IngestOutcome(file_name=file_name or stored.file_name, format=parsed.format, run_id=run_id,
                          created=False, steps=stored.n_steps, summary=summary, skipped_lines=stored.skipped_lines,
-                         hints_changed=changed)
+                         hints_changed=changed, ran_at=stored.ran_at)
 
 
 def ingest_path(engine: store.Engine, path: Path, overrides: Overrides = NO_OVERRIDES, *, limit: int | None = None,
@@ -345,7 +347,7 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
                          problems=prepared.problems + (saved.refused if saved else ()),
                          problems_left_out=prepared.problems_left_out,
                          imported=saved.imported if saved else None, refused=refused,
-                         unlinked=saved.unlinked if saved else ())
+                         unlinked=saved.unlinked if saved else (), ran_at=prepared.ran_at)
 
 
 __all__ = ["IngestOutcome", "commit", "dry_run", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

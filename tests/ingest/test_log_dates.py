@@ -35,3 +35,16 @@ def test_a_log_that_prints_no_date_has_none() -> None:
     name = "siddanthemani_gpt2_124m_8xa100_main.log"
     with prepare((LOGS / name).read_bytes(), name) as prepared:
         assert prepared.ran_at is None
+
+
+def test_ingest_json_says_when_the_run_ran(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = LOGS.parents[2]
+    env = os.environ | {"PYTHONPATH": str(root), "PERFLEDGER_DB_URL": f"duckdb:///{tmp_path / 's.duckdb'}"}
+    done = subprocess.run([sys.executable, "-m", "ingest", str(LOGS / "amd_mi355x_llama31_8b_v5.1_result_0.txt"),
+                           "--json"], env=env, cwd=root, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[0])["ran_at"] == "2025-10-08T23:30:01.037000+00:00"
