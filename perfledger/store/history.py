@@ -12,6 +12,7 @@ from perfledger import schema
 from perfledger.errors import InvalidInput
 from perfledger.store.engine import connection
 from perfledger.store.read import query
+from perfledger.store.upgrade import run_date
 from perfledger.vocabulary import LogFormat
 
 CONFIG_COLUMNS = ("model_id", "accelerator_id", "n_devices", "precision", "framework", "tp", "pp", "dp", "cp", "ep",
@@ -22,8 +23,10 @@ def run_figures(engine: Engine, metrics: Sequence[str], *, run_ids: Sequence[int
     """The result rows of ingested runs (logs, not claims files) for `metrics` (every run, or only `run_ids`), with
     their run's file name, log date (`ran_at`, null where the log printed none) and ingest date."""
     r, run = schema.result, schema.run
+    with connection(engine, write=False) as conn:
+        ran_at = run_date(conn)
     stmt = (sa.select(r.c.id, r.c.run_id, *[r.c[c] for c in CONFIG_COLUMNS], r.c.framework_version, r.c.metric,
-                      r.c.value, r.c.unit, r.c.evidence, run.c.file_name, run.c.ran_at, run.c.ingested_at)
+                      r.c.value, r.c.unit, r.c.evidence, run.c.file_name, ran_at, run.c.ingested_at)
             .select_from(r.join(run, r.c.run_id == run.c.id))
             .where(r.c.metric.in_(list(metrics)), run.c.format != LogFormat.CLAIMS_CSV.value)
             .order_by(r.c.run_id, r.c.id))

@@ -13,6 +13,8 @@ change on both engines; the rows stored before read the new column as null ("not
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
@@ -70,4 +72,21 @@ def add_columns(conn: Connection) -> list[str]:
             kind = table.c[name].type.compile(dialect=conn.dialect)
             conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {kind}')
     return [f"{t.name}.{c}" for t, c in missing]
+
+
+_DATED: set[str] = set()  # stores seen holding run.ran_at (a column, once added, stays)
+
+
+def run_date(conn: Connection) -> sa.ColumnElement[Any]:
+    """run.ran_at to select, or a typed null labelled so on a store made before it and not written to since (a
+    read-only server's, say), which then reads as holding no log dates."""
+    url = conn.engine.url.render_as_string(hide_password=False)
+    if url not in _DATED:
+        found = conn.execute(sa.text(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'run' AND column_name = 'ran_at'")).scalar()
+        if not found:
+            return sa.cast(sa.null(), schema.run.c.ran_at.type).label("ran_at")
+        _DATED.add(url)
+    return schema.run.c.ran_at
 # --- end run date ---

@@ -52,6 +52,10 @@ def test_an_older_store_gains_the_run_date_at_its_first_write_and_keeps_its_runs
     url = new_store_url("old")
     old_run = made_before_the_run_date(url)
     assert "ran_at" not in run_columns(url)
+    reader = store.engine_from_url(url)  # reads (a read-only server's) work before any write, as undated runs
+    assert store.run(reader, old_run).ran_at is None  # type: ignore[union-attr]
+    assert b",ingest (the log printed no date)," in views.export("history", "", reader)
+    reader.dispose()
     env = os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}  # a fresh process: its first write
     done = subprocess.run([sys.executable, "-m", "ingest", str(MLPERF), "--json"], env=env, cwd=ROOT,
                           capture_output=True, text=True, check=True)
