@@ -63,6 +63,7 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No ingested run has this figure for this configuration; choose 'any' for a field, or ingest a log "
             "(python -m ingest FILE --model ID when the log does not name its model).")
+    _ui.show_table(table, FORMATS, key="history_table")
     _ui.download(state, table)
     st.stop()
 undated = table.filter(table["date from"] != history.FROM_LOG).height
