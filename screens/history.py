@@ -66,12 +66,11 @@ if table.height == 0:
     _ui.show_table(table, FORMATS, key="history_table")
     _ui.download(state, table)
     st.stop()
-undated = table.filter(table["date from"] != history.FROM_LOG).height
+undated = history.undated(table)
 if undated:
     st.warning(f"{undated} of {table.height} runs printed no date in their log: they are placed at the date they "
                "were ingested (column 'date from').", icon=":material/event_busy:")
-regressed = table.filter(table["regression"])
-for row in regressed.iter_rows(named=True):
+for row in history.regressed(table).iter_rows(named=True):
     st.error(_ui.plain(f"Run {row['run id']} ({row['file']}, {row['date']:%Y-%m-%d}) is "
                        f"{row['worse than before']:.2%} worse than the median of the runs before it "
                        f"({row['configuration']})."), icon=":material/trending_down:")

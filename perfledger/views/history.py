@@ -149,6 +149,16 @@ def table(state: HistoryView, engine: Engine) -> pl.DataFrame:
                        "id": "result id"}).select(list(SCHEMA)).cast(SCHEMA)  # type: ignore[arg-type]
 
 
+def undated(table_frame: pl.DataFrame) -> int:
+    """How many of the table's runs printed no date in their log (placed at their ingest date)."""
+    return table_frame.filter(pl.col("date from") != FROM_LOG).height
+
+
+def regressed(table_frame: pl.DataFrame) -> pl.DataFrame:
+    """The table's runs flagged as regressions."""
+    return table_frame.filter(pl.col("regression"))
+
+
 def chart_points(table_frame: pl.DataFrame, by: str) -> pl.DataFrame:
     """The chart's points: x the run's date, or its framework version ("not stated" where none)."""
     x = pl.col("date") if by == "date" else pl.col("framework version").fill_null("not stated")
