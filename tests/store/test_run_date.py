@@ -81,3 +81,13 @@ def test_a_log_without_a_printed_date_is_dated_by_its_ingest(tmp_path: Path) -> 
     assert outcome.run_id is not None
     run = store.run(engine, outcome.run_id)
     assert run is not None and run.ran_at is None
+
+
+def test_an_older_store_copies_whole_before_its_first_write(new_store_url: Callable[..., str],
+                                                            tmp_path: Path) -> None:
+    source = new_store_url("old")
+    old_run = made_before_the_run_date(source)
+    target = store.engine_from_url(f"duckdb:///{tmp_path / 'copy.duckdb'}")
+    copied = store.copy_store(store.engine_from_url(source), target)
+    assert copied["run"] == 1 and copied["step"] > 0
+    assert store.run(target, old_run).ran_at is None  # type: ignore[union-attr]
