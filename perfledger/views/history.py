@@ -110,10 +110,11 @@ def _judged(series: pl.DataFrame, state: HistoryView) -> pl.DataFrame:
     values = series["value"].to_list()
     judged = changepoints.worse_than_before(values, window=state.window, threshold=state.threshold / 100,
                                             higher_is_better=HIGHER_IS_BETTER[state.metric])
-    levels = [0.0] * len(values)
-    for segment in changepoints.step_fit(values):
+    fit = changepoints.recent_fit(values)
+    levels: list[float | None] = [None] * len(values)
+    for segment in fit:
         levels[segment.start:segment.stop] = [segment.level] * (segment.stop - segment.start)
-    starts = set(changepoints.change_points(values))
+    starts = {segment.start for segment in fit[1:]}
     return series.with_columns(
         pl.Series("median of runs before", [j.baseline for j in judged], pl.Float64),
         pl.Series("worse than before", [j.worse for j in judged], pl.Float64),
