@@ -86,6 +86,12 @@ BARE_SQL = {
                       json_extract(summary, '$.mfu')::DOUBLE AS mfu,
                       json_extract(summary, '$.jitter_cv')::DOUBLE AS jitter_cv
                FROM run ORDER BY id DESC""",
+    "history": """SELECT r.id, r.run_id, r.model_id, r.accelerator_id, r.n_devices, r.precision, r.framework, r.tp,
+                         r.pp, r.dp, r.cp, r.ep, r.strategy, r.framework_version, r.metric, r.value, r.unit,
+                         r.evidence, run.file_name, run.ran_at, run.ingested_at
+                  FROM result r JOIN run ON r.run_id = run.id
+                  WHERE r.metric = 'tokens_per_s_per_device' AND run.format <> 'claims_csv'
+                  ORDER BY r.run_id, r.id""",
     "audit": _RESULTS_SQL,
     "sources": """SELECT s.id, s.kind, s.date, s.title, s.publisher, s.url, s.evidence,
                          coalesce(n.n, 0) AS n_results

@@ -25,7 +25,7 @@ from ingest import hints as hint
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
 from ingest.parsers._common import backwards_warning, without_backward_durations
-from ingest.parsers.base import LogParser
+from ingest.parsers.base import LogParser, date_in_text
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
@@ -61,6 +61,7 @@ class IngestOutcome:
     refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
     unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
     dry_run: bool = False  # nothing was stored: the outcome says what storing would do
+    ran_at: datetime | None = None  # when the run ran, by the log's own clock; None: the log printed no date
 
     @property
     def rows_refused(self) -> bool:
@@ -75,7 +76,8 @@ class IngestOutcome:
                 "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
                 "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
-                "results": self.summary.results_json(), "dry_run": self.dry_run} | (
+                "results": self.summary.results_json(), "dry_run": self.dry_run,
+                "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
                     {"imported": self.imported, "refused": self.refused or {},
                      "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
@@ -117,6 +119,7 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
             skipped_lines=parsed.skipped_lines,
             problems=tuple(str(p) for p in parsed.problems),
             problems_left_out=dict(parsed.problems_left_out),
+            ran_at=parser.started_at,
             release=spool.close,
         )
     except BaseException:
@@ -149,6 +152,8 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
         raise ParseError(file_name, None, "the file is empty")
     parser = detect_head(head_bytes, file_name=file_name)(file_name)
     skip_stray_lines(parser, head_bytes)
+    if not parser.reads_bytes:
+        parser.saw_time(date_in_text(head_bytes.decode("utf-8", "replace")))
     return stream, parser
 
 
@@ -310,7 +315,7 @@ def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_nam
                     results=[r for r in summary.results if r.locator == "steady-state window"])
     return IngestOutcome(file_name=file_name or stored.file_name, format=parsed.format, run_id=run_id,
                          created=False, steps=stored.n_steps, summary=summary, skipped_lines=stored.skipped_lines,
-                         hints_changed=changed)
+                         hints_changed=changed, ran_at=stored.ran_at)
 
 
 def ingest_path(engine: store.Engine, path: Path, overrides: Overrides = NO_OVERRIDES, *, limit: int | None = None,
@@ -342,7 +347,7 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
                          problems=prepared.problems + (saved.refused if saved else ()),
                          problems_left_out=prepared.problems_left_out,
                          imported=saved.imported if saved else None, refused=refused,
-                         unlinked=saved.unlinked if saved else ())
+                         unlinked=saved.unlinked if saved else (), ran_at=prepared.ran_at)
 
 
 __all__ = ["IngestOutcome", "commit", "dry_run", "ingest_bytes", "ingest_path", "ingest_stream", "prepare", "preview", "restate"]

@@ -230,6 +230,7 @@ class PreparedRun:
     skipped_lines: int = 0
     problems: tuple[str, ...] = ()  # the skipped lines (the first ones) as FILE:LINE: reason
     problems_left_out: Mapping[str, int] = field(default_factory=dict)  # the problems not listed, by kind
+    ran_at: datetime | None = None  # when the run ran, by the log's own clock; None: the log printed no date
     release: Callable[[], None] = field(default=_nothing_to_release, repr=False, compare=False)
 
     def close(self) -> None:
@@ -268,3 +269,4 @@ class RunRow:
     summary: dict[str, Any] | None = None
     source_id: str | None = None
     note: str | None = None
+    ran_at: datetime | None = None  # by the log's own clock; None: the log printed no date

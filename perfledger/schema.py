@@ -100,6 +100,9 @@ run = Table(
     Column("skipped_lines", BigInteger, nullable=False),
     Column("source_id", String),
     Column("note", Text),
+    # --- run date: when the run ran, by the log's own clock (perfledger.store.upgrade adds it to older stores) ---
+    Column("ran_at", DateTime(timezone=True)),  # null: the log printed no date; the ingest date stands in
+    # --- end run date ---
 )
 
 step = Table(

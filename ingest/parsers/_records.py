@@ -143,6 +143,7 @@ class StepRecords:
     _launch_highest: int | None = None  # set by _without_resumed for _advance
     clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
+    first_wall_time: float | None = None  # the earliest record timestamp (epoch seconds): when the run ran
 
     def known(self, name: str) -> bool:
         return self.vocabulary.is_known(name)
@@ -182,6 +183,7 @@ class StepRecords:
         rows = self._set_aside(rows)
         if rows.height == 0:
             return step_frame_from_columns({}, 0)
+        self._note_wall_time(rows)
         rows = self._timed(rows)
         rows = self._counted(rows)
         self._advance(rows)
@@ -189,6 +191,11 @@ class StepRecords:
         out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
         out["step"] = rows["_s"]
         return step_frame_from_columns(out, rows.height)
+
+    def _note_wall_time(self, rows: pl.DataFrame) -> None:
+        if "wall_time" in rows.columns and (first := rows["wall_time"].min()) is not None:
+            seen = float(first)  # type: ignore[arg-type]
+            self.first_wall_time = seen if self.first_wall_time is None else min(self.first_wall_time, seen)
 
     @staticmethod
     def _training(mapping: KeyMapping, columns: dict[str, pl.Expr], *, clock_only: bool) -> list[pl.Expr]:

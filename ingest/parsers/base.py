@@ -7,13 +7,19 @@ A parser is fed the file's lines in chunks (already decoded, colour codes and ca
 frames removed by ingest/text.py) and returns the steps it found in that chunk as a frame with
 perfledger.records.STEP_SCHEMA. `finish()` returns everything else it learnt (configuration, line
 problems, warnings, non-step results). The pipeline decides what to store and in which transaction.
+
+When the run ran is read from the log's own clock: a parser that meets a time (MLPerf's `time_ms`, a TensorBoard
+event's wall time, a record's timestamp) calls `saw_time`; the pipeline also gives it the first date printed in the
+file's head (`date_in_text`). `started_at` is the earliest of them, or None when the log printed no date.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any, BinaryIO, ClassVar
 
 import polars as pl
@@ -26,6 +32,32 @@ MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted by kind (left_out), 
 # A line longer than this is skipped (counted) by the parsers that read lines in Python: no log line that carries a
 # figure is this long, and a regex's work on one line must stay small whatever the pattern.
 MAX_PARSED_LINE_CHARS = 64 * 1024
+# A printed date and time: "2025-06-12 00:02:13", "[2024-05-14T10:11:12"; read as UTC when no zone is printed.
+_PRINTED_DATE = re.compile(r"(?<!\d)(20\d\d)-([01]\d)-([0-3]\d)[ T]([0-2]\d):([0-5]\d):([0-5]\d)")
+# Epoch seconds outside these years are not a run's date (a counter, a clock since boot).
+_PLAUSIBLE_EPOCH_S = (datetime(2000, 1, 1, tzinfo=UTC).timestamp(), datetime(2100, 1, 1, tzinfo=UTC).timestamp())
+
+
+def date_in_text(text: str) -> datetime | None:
+    """The first date and time printed in `text` (UTC when no zone is printed), or None.
+
+    >>> date_in_text("[NeMo W 2025-06-12 00:00:11 nemo_logging:405] ...")
+    datetime.datetime(2025, 6, 12, 0, 0, 11, tzinfo=datetime.timezone.utc)
+    """
+    for m in _PRINTED_DATE.finditer(text):
+        try:
+            year, month, day, hour, minute, second = map(int, m.groups())
+            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+        except ValueError:  # 2025-13-45: not a date
+            continue
+    return None
+
+
+def epoch_date(seconds: float | None) -> datetime | None:
+    """Epoch seconds as a UTC date, or None when they cannot be a run's date."""
+    if seconds is None or not _PLAUSIBLE_EPOCH_S[0] <= seconds < _PLAUSIBLE_EPOCH_S[1]:
+        return None
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 class LogParser(ABC):
@@ -48,6 +80,12 @@ class LogParser(ABC):
         self.left_out: Counter[str] = Counter()  # problems past MAX_PROBLEMS_KEPT, by kind: said, never silent
         self.skipped_lines = 0
         self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
+        self.started_at: datetime | None = None  # the earliest time the log printed (saw_time)
+
+    def saw_time(self, when: datetime | None) -> None:
+        """A time the log printed: the run started no later than it."""
+        if when is not None and (self.started_at is None or when < self.started_at):
+            self.started_at = when
 
     @property
     def chunk_bytes(self) -> int | None:

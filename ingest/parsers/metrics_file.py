@@ -25,7 +25,7 @@ import polars as pl
 
 from ingest.parsers._common import load_json
 from ingest.parsers._records import StepRecords
-from ingest.parsers.base import LogParser
+from ingest.parsers.base import LogParser, epoch_date
 from perfledger.errors import NoKnownNames, ParseError
 from perfledger.metric_keys import load_vocabulary
 from perfledger.records import ParseSummary, RunConfig, empty_steps
@@ -151,7 +151,9 @@ class MetricsFileParser(LogParser):
         frame = self._csv(lines, first_lineno) if self.mode == "csv" else self._jsonl(lines, first_lineno)
         if frame.height == 0:
             return empty_steps()
-        return self.records.steps(frame)
+        steps = self.records.steps(frame)
+        self.saw_time(epoch_date(self.records.first_wall_time))
+        return steps
 
     def _start(self, lines: Sequence[str], first_lineno: int) -> tuple[Sequence[str], int]:
         for offset, line in enumerate(lines):

@@ -39,7 +39,7 @@ from ingest.parsers._mlperf_config import (
     read_platform,
     shape_from_values,
 )
-from ingest.parsers.base import LogParser
+from ingest.parsers.base import LogParser, epoch_date
 from ingest.text import TextChunk
 from perfledger.catalog import resolve_accelerator
 from perfledger.errors import ParseError, PerfledgerError
@@ -176,6 +176,8 @@ class MlperfParser(LogParser):
         meta: dict[str, Any] = found if isinstance(found, dict) else {}
         value = event.get("value")
         time_ms = json_number(event.get("time_ms"))
+        if time_ms is not None and self.started_at is None:
+            self.saw_time(epoch_date(time_ms / 1000.0))
         if key == "run_start":
             if self.run_start_ms is None:
                 self.run_start_ms = time_ms

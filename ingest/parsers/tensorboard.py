@@ -37,7 +37,7 @@ from ingest.parsers._common import (
 )
 from ingest.parsers._hf import summary_results
 from ingest.parsers._tfrecord import MAX_RECORD_BYTES, RecordReader, Walk, is_event_file
-from ingest.parsers.base import LogParser
+from ingest.parsers.base import LogParser, epoch_date
 from perfledger.errors import NoKnownNames, ParseError
 from perfledger.metric_keys import STEP_COLUMNS, TEXT_UNITS, Vocabulary, load_vocabulary
 from perfledger.records import STEP_SCHEMA, ParseSummary, RunConfig, empty_steps
@@ -245,6 +245,8 @@ class TensorBoardParser(LogParser):
                     self.step_time_from_wall += 1
             if wall is not None:
                 self._last_wall = (step, wall)
+                if self.started_at is None:  # the first step flushed: the run's earliest wall time
+                    self.saw_time(epoch_date(wall))
             row["step"] = step
             self._out.append(row)
 

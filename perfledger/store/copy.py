@@ -17,6 +17,7 @@ from perfledger.store.engine import connection as _connection
 from perfledger.store.engine import mask_url
 from perfledger.store.init import create_schema, has_schema
 from perfledger.store.read import cast_to, counts, polars_type
+from perfledger.store.upgrade import run_date
 
 COPY_BATCH_ROWS = 50_000
 
@@ -42,7 +43,7 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
         expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
         for table in tables:
             with FrameWriter(write, table) as writer:
-                for frame in _frames_in_batches(read, sa.select(table).order_by(*_copy_order(table))):
+                for frame in _frames_in_batches(read, sa.select(*_columns(read, table)).order_by(*_copy_order(table))):
                     writer.add(frame)
         copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
         if copied != expected:
@@ -51,6 +52,11 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
         for table in (schema.run, schema.result, schema.campaign, schema.outcome):
             _advance_id_sequence(write, table)
     return copied
+
+
+def _columns(conn: Connection, table: sa.Table) -> list[sa.ColumnElement[Any]]:
+    """The table's columns as the source store holds them (a run date reads as null where it has none yet)."""
+    return [run_date(conn) if table is schema.run and c.name == "ran_at" else c for c in table.c]
 
 
 def _copy_order(table: sa.Table) -> list[sa.ColumnElement[Any]]:

@@ -28,7 +28,7 @@ from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, St
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
-from perfledger.store.upgrade import add_campaign_tables, widen_columns
+from perfledger.store.upgrade import upgrade
 from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
@@ -222,8 +222,7 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
             if write:
                 sweep = str(engine.url) not in _SWEPT
                 if sweep:
-                    widen_columns(conn)  # a store of the release before: 64-bit steps, before anything is written
-                    add_campaign_tables(conn)
+                    upgrade(conn)  # a store of an earlier release: 64-bit steps, new columns, before any write
                 with conn.begin():
                     if is_duckdb(engine):
                         conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)

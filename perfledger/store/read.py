@@ -18,6 +18,7 @@ from perfledger.records import STEP_SCHEMA, RunRow
 from perfledger.store.engine import answers_for
 from perfledger.store.engine import connection as _connection
 from perfledger.store.stamp import read_stamp
+from perfledger.store.upgrade import run_date
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 
@@ -253,7 +254,8 @@ def find_run(engine: Engine, content_sha256: str) -> int | None:
 
 def run(engine: Engine, run_id: int) -> RunRow | None:
     with _connection(engine, write=False) as conn:
-        row = conn.execute(sa.select(schema.run).where(schema.run.c.id == run_id)).mappings().first()
+        columns = [c for c in schema.run.c if c.name != "ran_at"]
+        row = conn.execute(sa.select(*columns, run_date(conn)).where(schema.run.c.id == run_id)).mappings().first()
     if row is None:
         return None
     data = dict(row)
@@ -267,6 +269,7 @@ def run(engine: Engine, run_id: int) -> RunRow | None:
         summary=json.loads(data["summary"]) if data["summary"] else None,
         source_id=data["source_id"],
         note=data["note"],
+        ran_at=_utc(data["ran_at"]) if data.get("ran_at") is not None else None,
     )
 
 

@@ -9,9 +9,14 @@ transaction (DuckDB checks the dependency against committed state), which loses 
 
 Campaigns (schema.CAMPAIGN_TABLES) came later than runs: a store without them gets them at its first write, empty,
 its other tables untouched (add_campaign_tables).
+
+Columns added since (ADDED) are added by the same first writer, one ALTER TABLE ... ADD COLUMN each: a metadata
+change on both engines; the rows stored before read the new column as null ("not stated").
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
@@ -61,3 +66,43 @@ def add_campaign_tables(conn: Connection) -> list[str]:
         if missing:
             schema.metadata.create_all(conn, tables=missing)
     return [t.name for t in missing]
+
+
+def upgrade(conn: Connection) -> list[str]:
+    """Bring a store of an earlier release up to this schema in place (`conn` not in a transaction): the columns
+    widened and added, as "table.column"."""
+    return widen_columns(conn) + add_columns(conn) + add_campaign_tables(conn)
+
+
+# --- run date: the run's own date (schema.run.ran_at) ---
+ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"),)
+
+
+def add_columns(conn: Connection) -> list[str]:
+    """ALTER TABLE ... ADD COLUMN for each ADDED column the store lacks, in one transaction; what was added."""
+    with conn.begin():
+        inspector = sa.inspect(conn)
+        missing = [(t, c) for t, c in ADDED if inspector.has_table(t.name)
+                   and c not in {col["name"] for col in inspector.get_columns(t.name)}]
+        for table, name in missing:
+            kind = table.c[name].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {kind}')
+    return [f"{t.name}.{c}" for t, c in missing]
+
+
+_DATED: set[str] = set()  # stores seen holding run.ran_at (a column, once added, stays)
+
+
+def run_date(conn: Connection) -> sa.ColumnElement[Any]:
+    """run.ran_at to select, or a typed null labelled so on a store made before it and not written to since (a
+    read-only server's, say), which then reads as holding no log dates."""
+    url = conn.engine.url.render_as_string(hide_password=False)
+    if url not in _DATED:
+        found = conn.execute(sa.text(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'run' AND column_name = 'ran_at'")).scalar()
+        if not found:
+            return sa.cast(sa.null(), schema.run.c.ran_at.type).label("ran_at")
+        _DATED.add(url)
+    return schema.run.c.ran_at
+# --- end run date ---

@@ -126,6 +126,7 @@ def _insert_run(conn: Connection, prepared: PreparedRun, ingested_at: datetime) 
         "summary": _json(prepared.summary),
         "n_steps": prepared.steps.rows,
         "skipped_lines": prepared.skipped_lines,
+        "ran_at": prepared.ran_at,
     }
     return int(conn.execute(sa.insert(schema.run).values(**values).returning(schema.run.c.id)).scalar_one())
 

@@ -20,7 +20,8 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 QUERIES = {
     "overview": "by=accelerator", "speedups": "p=fsdp", "accelerators": "n=mfu&m=llama2-70b,llama2-7b",
     "scaling": "m=gpt2-xl", "time-to-train": "m=llama2-70b&tok=1000000000&a=h200&n=8&mode=measured&usd=4",
-    "runs": "", "audit": "v=inconsistent", "sources": "src=nv_blog_nemo_h200_2023", "campaigns": "",
+    "runs": "", "history": "y=step_time_s", "audit": "v=inconsistent", "sources": "src=nv_blog_nemo_h200_2023",
+    "campaigns": "",
 }
 CAMPAIGN = Path(__file__).resolve().parents[1] / "fixtures" / "campaigns" / "bigscience_gpt2_meg_base_sweep"
 
@@ -45,9 +46,9 @@ def downloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
 @pytest.mark.parametrize("slug", [p.slug for p in PAGES])
 def test_page_download_equals_export(slug: str, seeded_engine: Engine, downloads: dict[str, bytes], open_page: Callable[..., AppTest]) -> None:
     query = QUERIES[slug]
-    if slug == "runs":  # a real log, ingested through the same pipeline as an upload
+    if slug in ("runs", "history"):  # a real log, ingested through the same pipeline as an upload
         outcome = pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
-        query = f"run={outcome.run_id}&wf=0.2"
+        query = f"run={outcome.run_id}&wf=0.2" if slug == "runs" else query
     if slug == "campaigns":  # a real sweep, imported as the CLI imports a folder
         from ingest.campaign import import_folder
 

@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 from perfledger.views.registry import PAGES
 
 SLUGS = [p.slug for p in PAGES]
-CATALOG_READERS = [s for s in SLUGS if s != "runs"]  # the run list (with no runs stored) reads no catalog table
+# the run list and the history (with no runs stored) read no catalog table
+CATALOG_READERS = [s for s in SLUGS if s not in ("runs", "history")]
 
 
 def damage(path: Path) -> None:
