@@ -107,6 +107,32 @@ def speedup_bars(frame: pl.DataFrame) -> Drawn:
     return _drawn((_labelled(bars, data.height, "speedup (x)", ".2f") + one).properties(title=title, height=alt.Step(16)))
 
 
+def head_to_head_bars(frame: pl.DataFrame) -> Drawn:
+    """The second accelerator's figure over the first's, one bar per pair of rows (the Head to head table), coloured
+    by whether the pair is like for like, with a rule at 1x."""
+    data, drawn = _most_bars(frame.filter(pl.col("ratio (second / first)").is_not_null()).with_columns(
+        pl.concat_str([pl.col("pair"), pl.col("model").fill_null("?"), pl.col("metric"),
+                       pl.lit("#") + pl.col("first result id").cast(pl.String) + pl.lit("/")
+                       + pl.col("second result id").cast(pl.String)], separator=" · ").alias("row"),
+        pl.col("like for like").str.starts_with("like").replace_strict(
+            {True: "like for like", False: "not like for like"}, return_dtype=pl.String).alias("verdict")).select(
+        "row", "pair", "model", "metric", "ratio (second / first)", "like for like", "verdict", "caveats", "source"), None)
+    x = alt.X("ratio (second / first):Q", title="ratio (x, second / first of the pair)")
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", title="pair (first vs second) · model · metric · result ids", sort=None, axis=_ROW_TITLE_ABOVE),
+        x=x, color=alt.Color("verdict:N", title=None, scale=alt.Scale(
+            domain=["like for like", "not like for like"], range=["#1f77b4", "#bdbdbd"]),
+            legend=alt.Legend(orient="top", labelLimit=400)),
+        tooltip=["pair", "model", "metric", alt.Tooltip("ratio (second / first):Q", format=".2f"), "like for like",
+                 "caveats", "source"],
+    )
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(
+        x=alt.X("x:Q", title="ratio (x, second / first of the pair)"))
+    title = _titled("Second over first, per pair of stored results", "dotted rule: 1x (the same)", drawn)
+    return _drawn((_labelled(bars, data.height, "ratio (second / first)", ".2f") + one).properties(
+        title=title, height=alt.Step(18)))
+
+
 def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> Drawn:
     """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis), `fmt` the
     d3 format of its derived figure (a stated precision that never rounds whole digits away: ",.4~r" showed

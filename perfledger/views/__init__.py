@@ -39,6 +39,7 @@ from perfledger.views.output import (
     implausible_in,
     input_rows,
     render,
+    row_notes,
     rows_as_inputs,
 )
 from perfledger.views.overview import OverviewView
@@ -120,6 +121,7 @@ __all__ = [
     "printed_vs_recomputed",
     "registry",
     "render",
+    "row_notes",
     "rows_as_inputs",
     "rows_of_kind",
     "run_steps",

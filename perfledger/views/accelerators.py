@@ -59,7 +59,7 @@ class AcceleratorView:
         work = WORKLOAD_LABELS[self.workload]
         if self.section == "head":
             scope = " vs ".join(self.accelerators) or "no accelerators"
-            return (f"{scope}: every like-for-like pair of stored {work} results"
+            return (f"{scope}: every pair of stored {work} results on the same model and metric, like for like or not"
                     f"{' (across sources, on request)' if self.cross_source else ' from the same source'}")
         basis = " (MI250 counted per package)" if self.per_package else ""
         norm = "" if self.norm == "device" else f", {NORM_LABELS[self.norm]}"
@@ -129,4 +129,4 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (
-    metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour)
+    metrics.speedup, metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour)
