@@ -244,7 +244,14 @@ def header(title: str, state: Any) -> None:
 
 
 def describe(state: Any) -> None:
-    """The page's state in words, as a subheader; the words quote URL values, so never read as Markdown."""
+    """The page's state in words, as a subheader; the words quote URL values, so never read as Markdown. Before it,
+    a notice for each model or accelerator id of the view that the catalog does not hold."""
+    try:
+        unknown = views.unknown_in(state, engine())
+    except PerfledgerError as exc:
+        render_error(exc)
+    for sentence in unknown:
+        st.warning(plain(sentence), icon=":material/link_off:")
     st.subheader(plain(state.describe()), anchor=False)  # an anchor would put the URL's words in a link
 
 

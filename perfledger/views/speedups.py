@@ -21,6 +21,7 @@ from perfledger.views._shared import (
     TFLOPS_METRIC,
     TOKEN_METRIC,
     WORKLOADS,
+    CatalogRef,
     contains,
     frame_of,
     of_workload,
@@ -91,6 +92,13 @@ class SpeedupView:
             return PRESET_TITLES[self.preset]
         scope = ", ".join(self.models) or "every model"
         return f"{self.cand_side().label()} vs {self.base_side().label()} on {scope} ({self.workload})"
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        """The model and accelerator ids a custom comparison names (a preset names its own)."""
+        if self.preset != "custom":
+            return ()
+        return (("m", "model", self.models), ("ba", "accelerator", (self.base_acc,)),
+                ("ca", "accelerator", (self.cand_acc,)))
 
     def base_side(self) -> Side:
         return Side(self.base_acc, self.base_fw, self.base_ver, self.base_strategy, self.base_precision)
