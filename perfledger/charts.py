@@ -143,10 +143,12 @@ def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> 
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     ).select("row", "accelerator", "accelerator name", "model", "devices", "precision", "framework", "value",
              "normalized", "source", "result id"), "normalized", spread="accelerator")
+    percent = fmt.endswith("%")  # a fraction (MFU) reads as a percentage on the axis as on the bars and table
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result id",
                 axis=_ROW_TITLE_ABOVE),
-        x=alt.X("normalized:Q", title=title),
+        x=alt.X("normalized:Q", title=title.replace("(fraction)", "(%)") if percent else title,
+                axis=alt.Axis(format="%") if percent else alt.Axis()),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=","),
                  alt.Tooltip("normalized:Q", format=fmt), "source", "result id"],
@@ -155,8 +157,39 @@ def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> 
         title=_titled(f"{title} per stored figure, by accelerator", drawn), height=alt.Step(20)))
 
 
+# A long series name is drawn on two lines, broken at the first " · " after 60 characters, not cut short.
+_WRAPPED = "split(replace(datum.label, /^(.{60,}?) · /, '$1\\n'), '\\n')"
+
+
+def series_colours(data: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """(series, colour) of each series in order: its accelerator's catalogue colour for that accelerator's first
+    series, then darker and lighter shades of it, so two series of one accelerator never share a colour."""
+    seen: dict[str, int] = {}
+    domain, colours = [], []
+    for series, accelerator in data.select("series", "accelerator").unique(maintain_order=True).iter_rows():
+        turn = seen.get(accelerator, 0)
+        seen[accelerator] = turn + 1
+        domain.append(series)
+        colours.append(shade(ACCELERATOR_COLOURS.get(accelerator, _FALLBACK), turn))
+    return domain, colours
+
+
+def shade(colour: str, turn: int) -> str:
+    """`colour` (#rrggbb) itself for turn 0, then alternately darker and lighter by 40% steps.
+
+    >>> shade("#76b900", 0), shade("#76b900", 1), shade("#76b900", 2)
+    ('#76b900', '#476f00', '#add566')
+    """
+    if turn == 0:
+        return colour
+    step = min(0.9, 0.4 * ((turn + 1) // 2))
+    target = 0 if turn % 2 else 255
+    rgb = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (target - c) * step):02x}" for c in rgb)
+
+
 def scaling_lines(points: pl.DataFrame) -> Drawn:
-    """Throughput vs devices per series (colour: accelerator; point shape: series, named in the legend), with each
+    """Throughput vs devices per series (colour: the series, in a shade of its accelerator's colour; named in the legend), with each
     series' ideal-linear line dashed; `points` from perfledger.views.scaling.points_by_devices: where a series
     holds several results at a device count, the point is their median and a rule spans their range."""
     thr = "throughput (tokens/s, all devices)"
@@ -166,22 +199,23 @@ def scaling_lines(points: pl.DataFrame) -> Drawn:
              detail="series:N")
     y_title = "throughput (tokens/s, all devices, log scale)"
     y = alt.Y(f"{thr}:Q", scale=alt.Scale(type="log"), title=y_title)
+    domain, colours = series_colours(data)
+    by_series = alt.Color("series:N", title="series", scale=alt.Scale(domain=domain, range=colours),
+                          legend=alt.Legend(orient="top", direction="vertical", labelLimit=1200, labelExpr=_WRAPPED))
     measured = base.mark_line(point=True).encode(
-        y=y, color=_colour(data, "accelerator"),
-        shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="top", direction="vertical", labelLimit=800)),
+        y=y, color=by_series, shape=alt.Shape("series:N", legend=None),
         tooltip=["series", "devices", alt.Tooltip(f"{thr}:Q", format=",.0f", title="throughput (median, tokens/s)"),
                  alt.Tooltip("lowest (tokens/s):Q", format=",.0f"), alt.Tooltip("highest (tokens/s):Q", format=",.0f"),
                  alt.Tooltip("scaling efficiency:Q", format=".1%", title="scaling efficiency (median)"), "results",
                  "source", "result id"],
     )
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
-        y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=_colour(data, "accelerator"))
+        y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=by_series)
     layers = [ideal, measured]
     subtitles = ["dashed: ideal linear from the series' smallest device count"]
     if (data["results"] > 1).any():
         layers.append(base.transform_filter("datum.results > 1").mark_rule(opacity=0.6).encode(
-            y=alt.Y("lowest (tokens/s):Q", title=y_title), y2="highest (tokens/s):Q",
-            color=_colour(data, "accelerator")))
+            y=alt.Y("lowest (tokens/s):Q", title=y_title), y2="highest (tokens/s):Q", color=by_series))
         subtitles.append("several results at one device count: their median, the rule spanning lowest to highest")
     return _drawn(alt.LayerChart(layer=layers).properties(
         title=_titled("Throughput vs devices, per series", *subtitles), height=480))
@@ -272,13 +306,16 @@ def _drawn_title(text: str, drawn: pl.DataFrame, frame: pl.DataFrame, value: str
                                           "each slice of the run (the CSV holds every step)")
 
 
+_STEP_AXIS = alt.Axis(format="d", tickMinStep=1)  # steps are whole: a 3-step run read 0.0, 0.2 ... 3.0
+
+
 def step_times(frame: pl.DataFrame) -> Drawn:
     """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
     colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
     drawn = bounded(frame, "step_time_s", by=("phase",))
     title = _drawn_title("step time", drawn, frame, "step_time_s")
     return _drawn(alt.Chart(drawn, title=title).mark_circle(size=18).encode(
-        x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
+        x=alt.X("step:Q", title="step", axis=_STEP_AXIS), y=alt.Y("step_time_s:Q", title="step time (s)"),
         color=alt.Color("phase:N", scale=colours), tooltip=["step", "step_time_s", "phase"],
     ).properties(height=280))
 
@@ -286,7 +323,8 @@ def step_times(frame: pl.DataFrame) -> Drawn:
 def loss_curve(frame: pl.DataFrame) -> Drawn:
     drawn = bounded(frame, "loss")
     return _drawn(alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
-        x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
+        x=alt.X("step:Q", title="step", axis=_STEP_AXIS), y=alt.Y("loss:Q", scale=alt.Scale(zero=False)),
+        tooltip=["step", "loss"]
     ).properties(height=220))
 
 
