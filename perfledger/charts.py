@@ -334,7 +334,7 @@ def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y(f"{column}:N", sort="-x", title=column, axis=_ROW_AXIS),
         x=alt.X("result rows:Q", scale=alt.Scale(type="log"), stack=None, title="result rows (count, log scale)"),
-        tooltip=[column, "result rows", "sources"])
+        tooltip=[column, "result rows", "sources", "runs"])
     return _drawn(_labelled(bars, data.height, "result rows", ",d").properties(title=f"Stored result rows by {column}",
                                                                                height=alt.Step(24)))
 
