@@ -137,4 +137,5 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (
-    metrics.speedup, metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour)
+    metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour,
+    metrics.speedup)  # the head-to-head ratio
