@@ -146,7 +146,7 @@ def summaries(head: pl.DataFrame) -> list[str]:
         if s is None:
             continue
         first, second = str(pair).split(" vs ", 1)
-        alike = (group["like for like"] == "like for like").sum()
+        alike = int((group["like for like"] == "like for like").sum())
         extra = "".join(f"; {label} {x.median:.2f}x" for label, x in (("per peak", peak), ("per watt", watt)) if x)
         out.append(f"{pair} on {metric}: {second} / {first} median {s.median:.2f}x (range {s.low:.2f}–{s.high:.2f}x, "
                    f"{s.n} pair{'s' if s.n > 1 else ''}, {_alike(alike, group.height)}){extra}")

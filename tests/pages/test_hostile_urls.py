@@ -156,8 +156,8 @@ def test_a_known_id_gets_no_notice(seeded_url: str, open_page: Callable[..., App
 
 
 @pytest.mark.parametrize(("slug", "query", "bounds"), [
-    ("time-to-train", {"n": "99999999999999999999"}, "n='99999999999999999999' should be a whole number from 1 to "
-                                                     "1,000,000"),
+    ("time-to-train", {"n": "99999999999999999999"},
+     "n='99999999999999999999' should be a whole number from 1 to 1,000,000"),
     ("time-to-train", {"n": "2000000"}, "n='2000000' should be at most 1,000,000"),
     ("runs", {"run": "99999999999999999999999"}, "should be a whole number from 0 to 2,147,483,647"),
 ])
