@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics, pairing
-from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
+from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS, CatalogRef
 from perfledger.views.remembered import by_content, until_written
 
 VERDICTS = audit.VERDICTS
@@ -39,6 +39,9 @@ class AuditView:
         scope = ", ".join([*self.verdicts, *self.sources, *self.models]) or "every claim"
         across = "; other sources' figures used where a claim's own has none" if self.cross_source else ""
         return f"Claims checked against recomputation ({scope}; tolerance {self.tolerance:.0%}{across})"
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        return (("m", "model", self.models),)
 
     def rule(self) -> audit.AuditRule:
         return audit.AuditRule(tolerance=self.tolerance, formula=self.formula, cross_source=self.cross_source)

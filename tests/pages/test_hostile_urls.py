@@ -142,6 +142,7 @@ def test_a_bare_url_in_a_url_value_reaches_no_markdown_text_as_a_link(
     ("accelerators", {"s": "head", "acc": "a100-80gb,h900"}, "acc='h900' is not an accelerator id in the catalog"),
     ("scaling", {"a": "h900"}, "a='h900' is not an accelerator id in the catalog"),
     ("time-to-train", {"m": "llama9-1t"}, "m='llama9-1t' is not a model id in the catalog"),
+    ("audit", {"m": "llama2-7b,llama9-1t"}, "m='llama9-1t' is not a model id in the catalog"),
 ])
 def test_an_unknown_catalog_id_in_a_url_gets_a_notice(slug: str, query: dict[str, str], notice: str,
                                                       seeded_url: str, open_page: Callable[..., AppTest]) -> None:
