@@ -47,7 +47,7 @@ def test_markdown_in_url_values_renders_as_text_and_fetches_nothing(page: Page, 
     assert page.locator('a[href^="http://evil"]').count() == 0
     assert page.locator('img[src^="http://host"]').count() == 0
     assert requests == []
-    assert "![q](http://host/b.png)" in page.inner_text('[data-testid="stMain"]')
+    assert "![q](http://host/b.png)" in page.inner_text('[data-testid="stMain"]').replace("\u2060", "")  # joiner: no autolink
 
 
 HOSTILE_TEXT = "[click me](https://evil.example) https://evil.example/bare www.evil.example ceo@evil.example"
