@@ -15,9 +15,13 @@ from screens._ui import settings, store_boundary
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
 st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
 
+# Streamlit serves its default page at "/" and nowhere else: the default page keeps a visible entry at its own slug
+# (/overview, the slug links, README and `export` use), and "/" runs the same script as a hidden page.
+home = registry.page(registry.DEFAULT_SLUG)
 navigation = st.navigation(
-    [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug, default=p.slug == registry.DEFAULT_SLUG)
-     for p in registry.PAGES]
+    [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.slug) for p in registry.PAGES]
+    + [st.Page(home.file, title=home.title, icon=home.icon, url_path=f"{home.slug}-at-root", default=True,
+               visibility="hidden")]
 )
 
 with st.sidebar:

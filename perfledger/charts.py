@@ -8,17 +8,9 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from perfledger.chart_colours import ACCELERATOR_COLOURS, FALLBACK_COLOUR, series_colours
 from perfledger.views.remembered import by_content
 
-ACCELERATOR_COLOURS: dict[str, str] = {
-    "a100-40gb": "#9ccc65", "a100-80gb": "#76b900", "a800-80gb": "#558b2f", "v100-32gb": "#c5e1a5",
-    "h100-sxm": "#1b5e20", "h100-pcie": "#2e7d32", "h800": "#33691e", "h200": "#00bfa5", "gh200": "#00838f",
-    "b200": "#0277bd", "b300": "#01579b", "gb200": "#1565c0", "gb300": "#0d47a1",
-    "mi250": "#e53935", "mi250x": "#c62828", "mi300x": "#b71c1c", "mi355x": "#880e4f",
-    "gaudi2": "#1e88e5", "gaudi3": "#1976d2", "cs-2": "#f57c00", "sn30": "#8e24aa", "bow-ipu": "#6d4c41",
-    "tpu-v4": "#fbc02d", "tpu-v5e": "#f9a825", "tpu-v5p": "#f57f17",
-}
-_FALLBACK = "#78909c"
 _ROW_AXIS = alt.Axis(labelLimit=420, labelOverlap=False)  # bar labels are read, never elided or dropped
 # A long row title, set upright above the labels and ending at the axis: turned along the axis it lay over them.
 _ROW_TITLE_ABOVE = alt.Axis(labelLimit=420, labelOverlap=False, titleAngle=0, titleAlign="right", titleBaseline="bottom",
@@ -43,7 +35,7 @@ def spec(build: Callable[..., Drawn], *args: Any, **kwargs: Any) -> dict[str, An
 def accelerator_scale(ids: list[str]) -> alt.Scale:
     """A colour scale fixing each accelerator id to its colour (unknown ids are grey)."""
     domain = sorted({i for i in ids if i})
-    return alt.Scale(domain=domain, range=[ACCELERATOR_COLOURS.get(i, _FALLBACK) for i in domain])
+    return alt.Scale(domain=domain, range=[ACCELERATOR_COLOURS.get(i, FALLBACK_COLOUR) for i in domain])
 
 
 def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt.Color:
@@ -107,6 +99,32 @@ def speedup_bars(frame: pl.DataFrame) -> Drawn:
     return _drawn((_labelled(bars, data.height, "speedup (x)", ".2f") + one).properties(title=title, height=alt.Step(16)))
 
 
+def head_to_head_bars(frame: pl.DataFrame) -> Drawn:
+    """The second accelerator's figure over the first's, one bar per pair of rows (the Head to head table), coloured
+    by whether the pair is like for like, with a rule at 1x."""
+    data, drawn = _most_bars(frame.filter(pl.col("ratio (second / first)").is_not_null()).with_columns(
+        pl.concat_str([pl.col("pair"), pl.col("model").fill_null("?"), pl.col("metric"),
+                       pl.lit("#") + pl.col("first result id").cast(pl.String) + pl.lit("/")
+                       + pl.col("second result id").cast(pl.String)], separator=" · ").alias("row"),
+        pl.col("like for like").str.starts_with("like").replace_strict(
+            {True: "like for like", False: "not like for like"}, return_dtype=pl.String).alias("verdict")).select(
+        "row", "pair", "model", "metric", "ratio (second / first)", "like for like", "verdict", "caveats", "source"), None)
+    x = alt.X("ratio (second / first):Q", title="ratio (x, second / first of the pair)")
+    bars = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("row:N", title="pair (first vs second) · model · metric · result ids", sort=None, axis=_ROW_TITLE_ABOVE),
+        x=x, color=alt.Color("verdict:N", title=None, scale=alt.Scale(
+            domain=["like for like", "not like for like"], range=["#1f77b4", "#bdbdbd"]),
+            legend=alt.Legend(orient="top", labelLimit=400)),
+        tooltip=["pair", "model", "metric", alt.Tooltip("ratio (second / first):Q", format=".2f"), "like for like",
+                 "caveats", "source"],
+    )
+    one = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 3], color="#888").encode(
+        x=alt.X("x:Q", title="ratio (x, second / first of the pair)"))
+    title = _titled("Second over first, per pair of stored results", "dotted rule: 1x (the same)", drawn)
+    return _drawn((_labelled(bars, data.height, "ratio (second / first)", ".2f") + one).properties(
+        title=title, height=alt.Step(18)))
+
+
 def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> Drawn:
     """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis), `fmt` the
     d3 format of its derived figure (a stated precision that never rounds whole digits away: ",.4~r" showed
@@ -117,10 +135,12 @@ def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> 
                        pl.lit("#") + pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     ).select("row", "accelerator", "accelerator name", "model", "devices", "precision", "framework", "value",
              "normalized", "source", "result id"), "normalized", spread="accelerator")
+    percent = fmt.endswith("%")  # a fraction (MFU) reads as a percentage on the axis as on the bars and table
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result id",
                 axis=_ROW_TITLE_ABOVE),
-        x=alt.X("normalized:Q", title=title),
+        x=alt.X("normalized:Q", title=title.replace("(fraction)", "(%)") if percent else title,
+                axis=alt.Axis(format="%") if percent else alt.Axis()),
         color=_colour(data, "accelerator"),
         tooltip=["accelerator name", "model", "devices", "precision", "framework", alt.Tooltip("value:Q", format=","),
                  alt.Tooltip("normalized:Q", format=fmt), "source", "result id"],
@@ -129,8 +149,12 @@ def accelerator_bars(frame: pl.DataFrame, title: str, *, fmt: str = ",.1~f") -> 
         title=_titled(f"{title} per stored figure, by accelerator", drawn), height=alt.Step(20)))
 
 
+# A long series name is drawn on two lines, broken at the first " · " after 60 characters, not cut short.
+_WRAPPED = "split(replace(datum.label, /^(.{60,}?) · /, '$1\\n'), '\\n')"
+
+
 def scaling_lines(points: pl.DataFrame) -> Drawn:
-    """Throughput vs devices per series (colour: accelerator; point shape: series, named in the legend), with each
+    """Throughput vs devices per series (colour: the series, in a shade of its accelerator's colour; named in the legend), with each
     series' ideal-linear line dashed; `points` from perfledger.views.scaling.points_by_devices: where a series
     holds several results at a device count, the point is their median and a rule spans their range."""
     thr = "throughput (tokens/s, all devices)"
@@ -140,22 +164,23 @@ def scaling_lines(points: pl.DataFrame) -> Drawn:
              detail="series:N")
     y_title = "throughput (tokens/s, all devices, log scale)"
     y = alt.Y(f"{thr}:Q", scale=alt.Scale(type="log"), title=y_title)
+    domain, colours = series_colours(data)
+    by_series = alt.Color("series:N", title="series", scale=alt.Scale(domain=domain, range=colours),
+                          legend=alt.Legend(orient="top", direction="vertical", labelLimit=1200, labelExpr=_WRAPPED))
     measured = base.mark_line(point=True).encode(
-        y=y, color=_colour(data, "accelerator"),
-        shape=alt.Shape("series:N", title="series", legend=alt.Legend(orient="top", direction="vertical", labelLimit=800)),
+        y=y, color=by_series, shape=alt.Shape("series:N", legend=None),
         tooltip=["series", "devices", alt.Tooltip(f"{thr}:Q", format=",.0f", title="throughput (median, tokens/s)"),
                  alt.Tooltip("lowest (tokens/s):Q", format=",.0f"), alt.Tooltip("highest (tokens/s):Q", format=",.0f"),
                  alt.Tooltip("scaling efficiency:Q", format=".1%", title="scaling efficiency (median)"), "results",
                  "source", "result id"],
     )
     ideal = base.mark_line(strokeDash=[4, 3], opacity=0.5).encode(
-        y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=_colour(data, "accelerator"))
+        y=alt.Y("ideal linear (tokens/s):Q", title=y_title), color=by_series)
     layers = [ideal, measured]
     subtitles = ["dashed: ideal linear from the series' smallest device count"]
     if (data["results"] > 1).any():
         layers.append(base.transform_filter("datum.results > 1").mark_rule(opacity=0.6).encode(
-            y=alt.Y("lowest (tokens/s):Q", title=y_title), y2="highest (tokens/s):Q",
-            color=_colour(data, "accelerator")))
+            y=alt.Y("lowest (tokens/s):Q", title=y_title), y2="highest (tokens/s):Q", color=by_series))
         subtitles.append("several results at one device count: their median, the rule spanning lowest to highest")
     return _drawn(alt.LayerChart(layer=layers).properties(
         title=_titled("Throughput vs devices, per series", *subtitles), height=480))
@@ -246,13 +271,16 @@ def _drawn_title(text: str, drawn: pl.DataFrame, frame: pl.DataFrame, value: str
                                           "each slice of the run (the CSV holds every step)")
 
 
+_STEP_AXIS = alt.Axis(format="d", tickMinStep=1)  # steps are whole: a 3-step run read 0.0, 0.2 ... 3.0
+
+
 def step_times(frame: pl.DataFrame) -> Drawn:
     """Step time per step, coloured by phase (warm-up and stalls stand out from the steady window)."""
     colours = alt.Scale(domain=["warmup", "steady", "stall", "untimed"], range=["#bdbdbd", "#1f77b4", "#d62728", "#ffbf00"])
     drawn = bounded(frame, "step_time_s", by=("phase",))
     title = _drawn_title("step time", drawn, frame, "step_time_s")
     return _drawn(alt.Chart(drawn, title=title).mark_circle(size=18).encode(
-        x=alt.X("step:Q"), y=alt.Y("step_time_s:Q", title="step time (s)"),
+        x=alt.X("step:Q", title="step", axis=_STEP_AXIS), y=alt.Y("step_time_s:Q", title="step time (s)"),
         color=alt.Color("phase:N", scale=colours), tooltip=["step", "step_time_s", "phase"],
     ).properties(height=280))
 
@@ -260,7 +288,8 @@ def step_times(frame: pl.DataFrame) -> Drawn:
 def loss_curve(frame: pl.DataFrame) -> Drawn:
     drawn = bounded(frame, "loss")
     return _drawn(alt.Chart(drawn, title=_drawn_title("loss", drawn, frame, "loss")).mark_line().encode(
-        x="step:Q", y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss"]
+        x=alt.X("step:Q", title="step", axis=_STEP_AXIS), y=alt.Y("loss:Q", scale=alt.Scale(zero=False)),
+        tooltip=["step", "loss"]
     ).properties(height=220))
 
 
@@ -270,7 +299,7 @@ def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y(f"{column}:N", sort="-x", title=column, axis=_ROW_AXIS),
         x=alt.X("result rows:Q", scale=alt.Scale(type="log"), stack=None, title="result rows (count, log scale)"),
-        tooltip=[column, "result rows", "sources"])
+        tooltip=[column, "result rows", "sources", "runs"])
     return _drawn(_labelled(bars, data.height, "result rows", ",d").properties(title=f"Stored result rows by {column}",
                                                                                height=alt.Step(24)))
 

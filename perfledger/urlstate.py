@@ -22,6 +22,7 @@ T = TypeVar("T")
 QueryLike = Mapping[str, str] | Mapping[str, list[str]] | Iterable[tuple[str, str]]
 
 MAX_INT = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER: what a Streamlit number widget accepts
+MAX_ID = 2**31 - 1  # the largest run or result id the store's id columns hold (Integer)
 MAX_TEXT = 200  # characters in one text value (an id, a filter)
 MAX_ITEMS = 50  # items in one list value
 QUOTE_CHARS = 40  # characters of an offending value quoted in a problem sentence
@@ -72,8 +73,9 @@ def encode(value: Any) -> str:
     return str(value)
 
 
-def decode(raw: str, typ: Any) -> Any:
-    """The value of `raw` read as `typ`; ValueError with a plain reason when it is not one."""
+def decode(raw: str, typ: Any, low: float | None = None, high: float | None = None) -> Any:
+    """The value of `raw` read as `typ`; ValueError with a plain reason when it is not one, naming the field's own
+    bounds (`low`, `high`) where it has them."""
     if typ is bool:
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
@@ -81,14 +83,15 @@ def decode(raw: str, typ: Any) -> Any:
             return False
         raise ValueError("should be 1 or 0")
     if typ is int:
+        whole = f"should be a whole number {between(low, high)}"
         if len(raw) > 20:  # int() of a 100 KB digit string is slow, and far out of range anyway
-            raise ValueError(f"should be a whole number between {-MAX_INT} and {MAX_INT}")
+            raise ValueError(whole)
         try:
             number = int(raw)
         except ValueError:
-            raise ValueError("should be a whole number") from None
+            raise ValueError(whole) from None
         if abs(number) > MAX_INT:
-            raise ValueError(f"should be a whole number between {-MAX_INT} and {MAX_INT}")
+            raise ValueError(whole)
         return number
     if typ is float:
         try:
@@ -107,6 +110,19 @@ def decode(raw: str, typ: Any) -> Any:
         return items
     _check_text(raw)
     return raw
+
+
+def between(low: float | None, high: float | None) -> str:
+    """The range a whole number may take, in words: the field's bounds, JavaScript's safe integers where it has none.
+
+    >>> between(1, 1_000_000), between(0, None)
+    ('from 1 to 1,000,000', 'from 0 to 9,007,199,254,740,991')
+    """
+    return f"from {_number(-MAX_INT if low is None else low)} to {_number(MAX_INT if high is None else high)}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
 
 
 def _check_text(raw: str) -> None:
@@ -129,9 +145,9 @@ def _check(f: Field[Any], value: Any) -> None:
         raise ValueError(f"should be one of {', '.join(choices)}")
     low, high = f.metadata.get("low"), f.metadata.get("high")
     if low is not None and value < low:
-        raise ValueError(f"should be at least {encode(low)}")
+        raise ValueError(f"should be at least {_number(low)}")
     if high is not None and value > high:
-        raise ValueError(f"should be at most {encode(high)}")
+        raise ValueError(f"should be at most {_number(high)}")
 
 
 def from_query(cls: type[T], query: QueryLike) -> T:
@@ -144,7 +160,7 @@ def from_query(cls: type[T], query: QueryLike) -> T:
         if short not in q:
             continue
         try:
-            value = decode(q[short], typ)
+            value = decode(q[short], typ, f.metadata.get("low"), f.metadata.get("high"))
             _check(f, value)
         except ValueError as exc:
             default = f.default if f.default is not MISSING else None

@@ -24,16 +24,22 @@ from perfledger.views.output import ImageFormat
 from perfledger.views.registry import Page
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=^\"'&/@%;?])")
+# Where GitHub-flavoured Markdown makes a link of plain text: after parsing, Streamlit's renderer (remark-gfm) turns
+# "https://host", "www.host" and "name@host" in any text into links, escaped or not. A word joiner (U+2060, drawn as
+# nothing) inside each of those marks breaks the pattern and leaves the characters as typed.
+_AUTOLINK_MARKS = re.compile(r"(?<=:)(?=//)|(?<=[Ww]{3})(?=\.)|(?=@)")
+_WORD_JOINER = "\u2060"
 
 
 def plain(text: object) -> str:
     """`text` made safe for any Markdown-rendering element (st.markdown, caption, subheader, info, labels):
     every Markdown, HTML and directive character is backslash-escaped, so links, images, emphasis, `:icons:`,
     colours, LaTeX and bare-URL autolinks all show as the characters typed; control characters (newlines, NUL,
-    ANSI escapes) show as their escape sequence. Use it for every string that comes from a URL, a log or a claim.
+    ANSI escapes) show as their escape sequence, and bare URLs and e-mail addresses are not made links (see
+    _AUTOLINK_MARKS). Use it for every string that comes from a URL, a log or a claim.
     """
     shown = "".join(c if unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in str(text))
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _AUTOLINK_MARKS.sub(_WORD_JOINER, shown))
 
 
 def web_url(value: object) -> str | None:
@@ -238,8 +244,15 @@ def header(title: str, state: Any) -> None:
 
 
 def describe(state: Any) -> None:
-    """The page's state in words, as a subheader; the words quote URL values, so never read as Markdown."""
-    st.subheader(plain(state.describe()))
+    """The page's state in words, as a subheader; the words quote URL values, so never read as Markdown. Before it,
+    a notice for each model or accelerator id of the view that the catalog does not hold."""
+    try:
+        unknown = views.unknown_in(state, engine())
+    except PerfledgerError as exc:
+        render_error(exc)
+    for sentence in unknown:
+        st.warning(plain(sentence), icon=":material/link_off:")
+    st.subheader(plain(state.describe()), anchor=False)  # an anchor would put the URL's words in a link
 
 
 # Display names for stored column names (the CSV keeps the stored names; only the screen reads these).
@@ -347,5 +360,15 @@ def implausible(table: pl.DataFrame, db: Engine) -> None:
     """The audit's warning on a page showing figures it calls implausible (perfledger.views.output.implausible_in)."""
     lines = views.implausible_in(table, db)
     if lines:
-        st.warning("The audit calls these figures implausible (see the Audit page):\n"
+        st.warning("The audit's warnings on these figures (see the Audit page, and the sources' notes below):\n"
                    + "\n".join(f"- {plain(line)}" for line in lines), icon=":material/warning:")
+
+
+def notes(table: pl.DataFrame, db: Engine) -> None:
+    """What the sources noted on the stored rows a comparison was computed from, each note once with its rows."""
+    carried = views.row_notes(table, db)
+    if not carried:
+        return
+    with st.expander(f"The sources' notes on these rows ({len(carried)})", icon=":material/sticky_note_2:"):
+        for ids, note in carried:
+            st.markdown(f"**result {plain(', '.join(map(str, ids)))}**: {plain(note)}")

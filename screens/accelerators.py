@@ -39,14 +39,22 @@ if state.section != "compare":
     _ui.describe(state)
     _ui.mixed_caveat(state)
     table = _ui.compute(PAGE, state, db)
-    _ui.implausible(table, db)
+    if state.section == "head" and table.height == 0:
+        st.info("No pair of stored results of these accelerators on the same model and metric: add one, pair "
+                "across sources, or choose another workload.")
     for line in views.hardware.summaries(table) if state.section == "head" else []:
         st.markdown(f"- {_ui.plain(line)}")
-    if state.section == "head" and table.height == 0:
-        st.info("No like-for-like pair of stored results for these accelerators: add one, pair across sources, "
-                "or choose another workload.")
+    _ui.implausible(table, db)
+    if state.section == "head" and table.height:
+        _ui.chart(charts.spec(charts.head_to_head_bars, table), state, "pairs")
     _ui.show_table(table, FORMATS, key=f"accelerators_{state.section}")
     _ui.download(state, table)
+    if state.section == "head":
+        _ui.notes(table, db)
+        _ui.show_formula(PAGE, lambda: views.input_rows(table, db),
+                         note="ratio = second / first of each pair (perfledger.calc.metrics.speedup); like for like "
+                              "when the two rows agree on precision (stated), devices, framework version, workload, "
+                              "sequence length and global batch (perfledger.calc.like_for_like).")
     st.stop()
 
 c1, c2, c3 = st.columns([3, 2, 2])
@@ -87,6 +95,7 @@ _ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0
 _ui.implausible(table, db)
 _ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
 _ui.download(state, table)
+_ui.notes(table, db)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note="MFU divides model TFLOPS by the dense peak of the row's precision "
                       "(bf16 when unstated, said in `why`).")

@@ -55,9 +55,9 @@ if table.height == 0:
     st.info("No pair of stored results matches this comparison: widen the filters "
             "(leave a field empty to match anything).")
     st.stop()
-caveats = views.caveat_list(table)
-if caveats:
-    st.warning(_ui.plain("Not like for like: " + " · ".join(caveats)), icon=":material/warning:")
+if unlike := views.speedups.not_like_for_like(table):
+    st.warning("\n".join([_ui.plain(unlike), *(f"- {_ui.plain(c)}" for c in views.caveat_list(table))]),
+               icon=":material/warning:")
 if (table["kind"] != "computed from two stored results").any():
     st.caption("Rows marked *stored ratio (published)* are ratios the source printed, with its baseline; "
                "no underlying results are stored, so they are not recomputed.")
@@ -65,5 +65,6 @@ _ui.implausible(table, db)
 _ui.chart(charts.spec(charts.speedup_bars, table), state, "bars")
 _ui.show_table(table, FORMATS, key="speedups_table", widths=WIDTHS)
 _ui.download(state, table)
+_ui.notes(table, db)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note=f"TFLOPS recomputed with the '{state.formula}' FLOPs formula at each row's sequence length.")

@@ -41,7 +41,8 @@ state = replace(state, mode=mode,
                                        key=_ui.key(PAGE, "p"), disabled=mode != "peak"),
                 usd_per_hour=float(c8.number_input("$ per device-hour (0 = no cost)", 0.0, 1000.0, state.usd_per_hour,
                                                    step=0.5, key=_ui.key(PAGE, "usd"))))
-if state.mode == "measured":  # only the stored rows of the chosen model and accelerator, the one used shown
+if state.mode == "measured":  # only the stored rows of the chosen model, accelerator and workload, the one used shown
+    state = replace(state, workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w")))
     if (refused := views.time_to_train.foreign_row(state, db)) is not None:
         st.warning(_ui.plain(refused[:1].upper() + refused[1:] + "; pick one of the pair's rows below."),
                    icon=":material/warning:")
@@ -50,7 +51,7 @@ if state.mode == "measured":  # only the stored rows of the chosen model and acc
     if rows:
         ids = list(rows)
         picked = int(st.selectbox(
-            "Measured row (tokens/s/device of this model on this accelerator)", ids, key=_ui.key(PAGE, "r"),
+            "Measured row (tokens/s/device of this model, accelerator and workload)", ids, key=_ui.key(PAGE, "r"),
             index=ids.index(state.row) if state.row in ids else 0,
             format_func=lambda i: views.time_to_train.measured_label(rows[i])))
         state = replace(state, row=picked if state.row or picked != ids[0] else 0)  # the default row adds no key
@@ -65,8 +66,10 @@ m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time
 m2.metric("Throughput used (tokens/s/device)", f"{chosen['tokens/s/device']:,.0f}")
 m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
 st.caption(_ui.plain(chosen["basis"]))
+_ui.implausible(table, db)  # the measured row's audit warning goes with every estimate made from it
 _ui.chart(charts.spec(charts.time_vs_devices, table), state, "devices")
 _ui.show_table(table, FORMATS, key="ttt_table")
 _ui.download(state, table)
+_ui.notes(table, db)
 row = views.measured_row(state, db) if state.mode == "measured" else None
 _ui.show_formula(PAGE, lambda: views.rows_as_inputs([row]) if row else None)

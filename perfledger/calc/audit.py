@@ -270,7 +270,7 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
          plausibility, util, precision, fp8, workload) in narrow.iter_rows():
         notes: list[str] = []
         if f is None:
-            notes.append(f"no architecture for model {model_id!r} in the catalog: FLOPs unknown")
+            notes.append(no_architecture(model_id))
         elif tps_same is not None:
             if tier == 2:
                 notes.append(f"its own source prints no tokens/s for this configuration; checked against {src_same} "
@@ -291,6 +291,16 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
         elif plausibility == "implausible":
             notes.append(implausible_reason(value, util, precision, fp8, rule))
         yield "; ".join(notes)
+
+
+def no_architecture(model_id: str | None) -> str:
+    """Why a claim's FLOPs are unknown; a claim that names no model says so (never Python's None).
+
+    >>> no_architecture("zoo-1b"), no_architecture(None)
+    ("no architecture for model 'zoo-1b' in the catalog: FLOPs unknown", 'no model named: FLOPs unknown')
+    """
+    return "no model named: FLOPs unknown" if model_id is None else \
+        f"no architecture for model {model_id!r} in the catalog: FLOPs unknown"
 
 
 def _peft_reason(ratio: float) -> str:

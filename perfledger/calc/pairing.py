@@ -133,17 +133,18 @@ def _efficiency(throughput: float, devices: int, base_throughput: float, base_de
 
 
 PER_DEVICE_METRICS = ("tokens_per_s_per_device", "model_tflops_per_device", "mfu")
-LIKE_FOR_LIKE = ("model_id", "workload", "precision", "metric")
+SAME_FIGURE = ("model_id", "metric")  # what two rows must share to be set side by side at all
 
 
-def like_for_like_pairs(rows: Iterable[Row], first: str, second: str, *,
-                        same_source: bool = True) -> list[tuple[Row, Row]]:
-    """Every (row of `first`, row of `second`) accelerator on the same model, workload, precision and metric;
-    a total (not per-device) metric also needs the same device count, and `same_source` the same source."""
+def same_figure_pairs(rows: Iterable[Row], first: str, second: str, *,
+                      same_source: bool = True) -> list[tuple[Row, Row]]:
+    """Every (row of `first`, row of `second`) accelerator on the same model and metric; a total (not per-device)
+    metric also needs the same device count, and `same_source` the same source. Whether a pair is like for like
+    (precision, devices, framework version, workload ...) is perfledger.calc.like_for_like's to say."""
     mine: dict[tuple[Any, ...], list[Row]] = {}
     theirs: list[Row] = []
     for r in rows:
-        if any(r[c] is None for c in LIKE_FOR_LIKE):
+        if any(r[c] is None for c in SAME_FIGURE):
             continue
         if r["accelerator_id"] == first:
             mine.setdefault(_pair_key(r, same_source), []).append(r)
@@ -154,7 +155,7 @@ def like_for_like_pairs(rows: Iterable[Row], first: str, second: str, *,
 
 def _pair_key(r: Mapping[str, Any], same_source: bool) -> tuple[Any, ...]:
     devices = None if r["metric"] in PER_DEVICE_METRICS else r["n_devices"]
-    return (*(r[c] for c in LIKE_FOR_LIKE), devices, r["source_id"] if same_source else None)
+    return (*(r[c] for c in SAME_FIGURE), devices, r["source_id"] if same_source else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from perfledger.store.copy import copy_store
 from perfledger.store.engine import FAULT_TYPES, engine_from_url, is_duckdb, mask_url, reading, store_fault
 from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
 from perfledger.store.read import (
+    MEASURED_KIND,
     RUN_LIST_FIELDS,
     STEP_COLUMNS,
     accelerators,
@@ -55,6 +56,7 @@ from perfledger.store.write import add_results, claims_refusals, delete_run, pla
 
 __all__ = [
     "FAULT_TYPES",
+    "MEASURED_KIND",
     "RUN_LIST_FIELDS",
     "STEP_COLUMNS",
     "CatalogWrite",

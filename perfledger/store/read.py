@@ -142,12 +142,18 @@ def results(
     return query(engine, stmt)
 
 
+MEASURED_KIND = "measured (ingested runs)"  # the kind of a figure with no source, measured from a stored run
+
+
 def result_counts(engine: Engine, by: str) -> pl.DataFrame:
-    """Result rows and distinct sources per value of `by` (source_kind or a result column), counted in SQL."""
+    """Result rows, distinct sources and distinct runs per value of `by` (source_kind or a result column), counted
+    in SQL; by source_kind, a figure measured from an ingested run and citing no source counts as MEASURED_KIND."""
     r, src = schema.result, schema.source
-    column = src.c.kind if by == "source_kind" else r.c[by]
+    measured = sa.case((r.c.run_id.is_not(None), sa.literal(MEASURED_KIND)), else_=sa.null())
+    column = sa.func.coalesce(src.c.kind, measured) if by == "source_kind" else r.c[by]
     stmt = (sa.select(column.label(by), sa.func.count().label("result rows"),
-                      sa.func.count(sa.distinct(r.c.source_id)).label("sources"))
+                      sa.func.count(sa.distinct(r.c.source_id)).label("sources"),
+                      sa.func.count(sa.distinct(r.c.run_id)).label("runs"))
             .select_from(r.outerjoin(src, r.c.source_id == src.c.id))
             .group_by(column))
     return query(engine, stmt)

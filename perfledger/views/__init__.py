@@ -28,7 +28,7 @@ from perfledger.views import (
     speedups,
     time_to_train,
 )
-from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC, unknown_ids
 from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
 from perfledger.views.audit import VERDICTS, AuditView, audit_rule, verdict_counts, with_input_rows
 from perfledger.views.audit import table as audit_table
@@ -41,6 +41,7 @@ from perfledger.views.output import (
     implausible_in,
     input_rows,
     render,
+    row_notes,
     rows_as_inputs,
 )
 from perfledger.views.overview import OverviewView
@@ -64,6 +65,15 @@ from perfledger.views.time_to_train import TimeToTrainView, chosen_row, measured
 SLUGS = registry.slugs()
 PAGE_STATES = {p.slug: p.state for p in PAGES}
 FORMULAS_BY_PAGE = {p.slug: p.formulas for p in PAGES}
+
+
+def unknown_in(state: object, engine: Engine) -> list[str]:
+    """A sentence per model or accelerator id the view names (its `catalog_ids()`) that the catalog lacks."""
+    refs = state.catalog_ids() if hasattr(state, "catalog_ids") else ()
+    if not refs:
+        return []
+    models, accelerators = store.catalog(engine)
+    return unknown_ids(refs, {"model": set(models["id"].to_list()), "accelerator": set(accelerators["id"].to_list())})
 
 
 def is_empty(engine: Engine) -> bool:
@@ -124,6 +134,7 @@ __all__ = [
     "printed_vs_recomputed",
     "registry",
     "render",
+    "row_notes",
     "rows_as_inputs",
     "rows_of_kind",
     "run_steps",
@@ -136,6 +147,7 @@ __all__ = [
     "state_from_query",
     "table",
     "time_to_train",
+    "unknown_in",
     "verdict_counts",
     "with_input_rows",
 ]

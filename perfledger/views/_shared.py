@@ -77,3 +77,21 @@ def parse_count(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise ValueError(f"{text!r} should be a positive count")
     return value
+
+
+# A view's catalog references, as (URL key, "model" or "accelerator", the ids it names): a page says which of them
+# the catalog does not hold (unknown_ids) rather than showing an empty result in silence.
+CatalogRef = tuple[str, str, tuple[str, ...]]
+
+
+def unknown_ids(refs: tuple[CatalogRef, ...], known: dict[str, set[str]]) -> list[str]:
+    """One sentence per id a view names that is not in the catalog (`known`: kind -> ids), quoting it as typed.
+
+    >>> unknown_ids((("m", "model", ("llama2-7b", "llama9")),), {"model": {"llama2-7b"}})
+    ["m='llama9' is not a model id in the catalog: nothing is stored for it; pick one from the list."]
+    """
+    from perfledger.urlstate import quoted
+
+    return [f"{key}={quoted(i)} is not {'an' if kind[0] in 'aeiou' else 'a'} {kind} id in the catalog: nothing is "
+            "stored for it; pick one from the list."
+            for key, kind, ids in refs for i in ids if i and i not in known.get(kind, set())]

@@ -23,6 +23,7 @@ from perfledger.views._shared import (
     TOKEN_METRIC,
     WORKLOAD_LABELS,
     WORKLOADS,
+    CatalogRef,
     frame_of,
     rows_by_id,
     store_workload,
@@ -59,12 +60,19 @@ class AcceleratorView:
         work = WORKLOAD_LABELS[self.workload]
         if self.section == "head":
             scope = " vs ".join(self.accelerators) or "no accelerators"
-            return (f"{scope}: every like-for-like pair of stored {work} results"
-                    f"{' (across sources, on request)' if self.cross_source else ' from the same source'}")
+            return (f"{scope}: every pair of stored {work} results on the same model and metric"
+                    f"{' (across sources, on request)' if self.cross_source else ' from the same source'}, "
+                    "each said to be like for like or not")
         basis = " (MI250 counted per package)" if self.per_package else ""
         norm = "" if self.norm == "device" else f", {NORM_LABELS[self.norm]}"
         models = ', '.join(self.models) or 'every model'
         return f"{METRIC_LABELS[self.metric]}{norm} on {models}, {work}{basis}"
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        """The model and accelerator ids the section names."""
+        if self.section == "head":
+            return (("acc", "accelerator", self.accelerators),)
+        return (("m", "model", self.models),) if self.section == "compare" else ()
 
     def caveat(self) -> str:
         """What the view mixes on request ("" when it compares like with like)."""
@@ -129,4 +137,5 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (
-    metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour)
+    metrics.model_tflops, metrics.peak_tflops, metrics.mfu, metrics.per_watt, metrics.per_dollar_hour,
+    metrics.speedup)  # the head-to-head ratio

@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics, pairing
-from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS
+from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS, CatalogRef
 from perfledger.views.remembered import by_content, until_written
 
 VERDICTS = audit.VERDICTS
@@ -39,6 +39,9 @@ class AuditView:
         scope = ", ".join([*self.verdicts, *self.sources, *self.models]) or "every claim"
         across = "; other sources' figures used where a claim's own has none" if self.cross_source else ""
         return f"Claims checked against recomputation ({scope}; tolerance {self.tolerance:.0%}{across})"
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        return (("m", "model", self.models),)
 
     def rule(self) -> audit.AuditRule:
         return audit.AuditRule(tolerance=self.tolerance, formula=self.formula, cross_source=self.cross_source)
@@ -110,8 +113,29 @@ def implausible_warnings(engine: Engine) -> dict[tuple[Any, ...], str]:
     """The audit's warning for each configuration (source, model, accelerator, devices, seq len) whose claim it
     calls implausible at the default rule: pages showing a figure of that configuration carry the sentence."""
     frame = _implausible_claims(engine, AuditView())
-    return {tuple(r[k] for k in WARNING_KEYS): f"audit: implausible ({r['explanation']})"
-            for r in frame.select(*WARNING_KEYS, "explanation").to_dicts()}
+    return {tuple(r[k] for k in WARNING_KEYS): warning_sentence(r["explanation"], r["precision"])
+            for r in frame.select(*WARNING_KEYS, "precision", "explanation").to_dicts()}
+
+
+_FP8_WAY_OUT = "; plausible only in FP8"
+
+
+def warning_sentence(explanation: str, precision: str | None) -> str:
+    """The audit's warning as a page shows it beside a figure. A figure whose precision its source left unstated is
+    read at BF16 by the audit; when FP8 would make it plausible, that is what the warning says first, not a bare
+    "implausible".
+
+    >>> warning_sentence("84.5% of the dense bf16 peak exceeds the 70% ceiling; plausible only in FP8 (42.2% of "
+    ...                  "the FP8 dense peak)", "unstated")
+    'precision unstated: plausible only in FP8 (42.2% of the FP8 dense peak); read as BF16, 84.5% of the dense bf16 peak exceeds the 70% ceiling'
+    """
+    unstated = precision in (None, "", "unstated")
+    if unstated and _FP8_WAY_OUT in explanation:
+        read_as_bf16, _, fp8 = explanation.partition(_FP8_WAY_OUT)
+        return f"precision unstated: plausible only in FP8{fp8}; read as BF16, {read_as_bf16}"
+    if unstated:
+        return f"audit: implausible read as BF16, the precision being unstated ({explanation})"
+    return f"audit: implausible ({explanation})"
 
 
 def _implausible_claims(engine: Engine, state: AuditView) -> pl.DataFrame:
@@ -131,7 +155,7 @@ def _implausible_claims(engine: Engine, state: AuditView) -> pl.DataFrame:
     mfu_rows = store.results(engine, metric="mfu", ids=mfu_ids, columns=audit.INPUT_COLUMNS)
     basis = _basis_of(engine, mfu_rows, [audit.THROUGHPUT_METRIC, audit.CLAIM_METRIC])
     utilization = audit_mfu.audit_utilization(pl.concat([mfu_rows, basis]).sort("id"), models, accelerators, rule)
-    columns = [*WARNING_KEYS, *ORDER[:1], "plausibility", "explanation"]
+    columns = [*WARNING_KEYS, *ORDER[:1], "precision", "plausibility", "explanation"]
     both = pl.concat([tflops.select(columns), utilization.select(columns)])
     return both.filter(pl.col("plausibility") == "implausible").sort(list(ORDER), nulls_last=True,
                                                                      maintain_order=True)

@@ -1,5 +1,6 @@
 """The Accelerators page's two hardware sections: the catalog (peaks, memory, power, what is stored for each
-accelerator) and the head-to-head (every like-for-like pair of stored results of two or more accelerators)."""
+accelerator) and the head-to-head (every pair of stored results of two or more accelerators on the same model and
+metric, each judged like for like or not by perfledger.calc.like_for_like)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from perfledger.calc import metrics
+from perfledger.calc import like_for_like, metrics
 from perfledger.calc.normalise import measured_precision, safe
-from perfledger.calc.pairing import like_for_like_pairs, ratio_summary
+from perfledger.calc.pairing import ratio_summary, same_figure_pairs
 from perfledger.errors import InvalidInput
 from perfledger.views._shared import frame_of
 
@@ -46,7 +47,7 @@ def catalog_table(accelerators: pl.DataFrame, results: pl.DataFrame) -> pl.DataF
 
 HEAD_SCHEMA: dict[str, pl.DataType] = {
     "pair": pl.String(), "model": pl.String(), "metric": pl.String(), "ratio (second / first)": pl.Float64(),
-    "ratio per peak": pl.Float64(), "ratio per watt": pl.Float64(), "first value": pl.Float64(),
+    "like for like": pl.String(), "ratio per peak": pl.Float64(), "ratio per watt": pl.Float64(), "first value": pl.Float64(),
     "second value": pl.Float64(), "workload": pl.String(), "precision": pl.String(), "first devices": pl.Int64(),
     "second devices": pl.Int64(), "caveats": pl.String(), "source": pl.String(), "first result id": pl.Int64(),
     "second result id": pl.Int64(),
@@ -93,45 +94,64 @@ def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], accs: Mapping[str, Map
     acc_a, acc_b = accs.get(str(a["accelerator_id"])), accs.get(str(b["accelerator_id"]))
     per_peak, per_watt = per_peak_and_watt(str(a["metric"]), ratio, (_peak(acc_a, a), _peak(acc_b, b)),
                                            ((acc_a or {}).get("tdp_w"), (acc_b or {}).get("tdp_w")))
-    caveats = [why] if why else []
+    diffs = like_for_like.differences(a, b)
+    caveats = [c for c in (why, like_for_like.details(diffs)) if c]
     if a["n_devices"] != b["n_devices"]:
-        caveats.append(f"devices differ ({a['n_devices']} vs {b['n_devices']}): compared per device")
-    if a["precision"] == "unstated":
-        caveats.append("precision not stated by the source: peaks at bf16")
+        caveats.append("compared per device")
+    if a["precision"] in like_for_like.UNSTATED or b["precision"] in like_for_like.UNSTATED:
+        caveats.append("per peak at the bf16 peak where the precision is unstated")
     if a["source_id"] != b["source_id"]:
         caveats.append("different sources, compared on request")
     return {
-        "pair": f"{b['accelerator_id']} vs {a['accelerator_id']}", "model": a["model_id"], "metric": a["metric"],
+        "pair": pair_name(a["accelerator_id"], b["accelerator_id"]), "model": a["model_id"], "metric": a["metric"],
+        "like for like": like_for_like.verdict(diffs),
         "ratio (second / first)": ratio,
         "ratio per peak": per_peak, "ratio per watt": per_watt,
-        "first value": a["value"], "second value": b["value"], "workload": a["workload"],
-        "precision": a["precision"], "first devices": a["n_devices"], "second devices": b["n_devices"],
+        "first value": a["value"], "second value": b["value"], "workload": _both(a, b, "workload"),
+        "precision": _both(a, b, "precision"), "first devices": a["n_devices"], "second devices": b["n_devices"],
         "caveats": "; ".join(caveats),
         "source": a["source_id"] if a["source_id"] == b["source_id"] else f"{a['source_id']}; {b['source_id']}",
         "first result id": a["id"], "second result id": b["id"],
     }
 
 
+def _both(a: Mapping[str, Any], b: Mapping[str, Any], column: str) -> Any:
+    """The pair's value of `column`: one value when the two rows agree, else "first vs second"."""
+    return a[column] if a[column] == b[column] else f"{a[column] or 'unstated'} vs {b[column] or 'unstated'}"
+
+
 def head_to_head_table(results: pl.DataFrame, accelerators: pl.DataFrame, chosen: tuple[str, ...],
                        same_source: bool) -> pl.DataFrame:
-    """Every like-for-like pair (same model, workload, precision, metric; same devices unless per device) of
-    each two chosen accelerators, as the second's value over the first's, per peak and per watt."""
+    """Every pair of rows of each two chosen accelerators on the same model and metric (the same devices unless per
+    device), as the second's value over the first's, per peak and per watt, and whether it is like for like."""
     accs = {str(r["id"]): r for r in accelerators.to_dicts()}
     rows = results.filter(pl.col("accelerator_id").is_in(list(chosen))).to_dicts()
     out = [_pair_row(a, b, accs) for first, second in combinations(chosen, 2)
-           for a, b in like_for_like_pairs(rows, first, second, same_source=same_source)]
+           for a, b in same_figure_pairs(rows, first, second, same_source=same_source)]
     return frame_of(out, HEAD_SCHEMA).sort(["pair", "metric", "model", "first devices"], nulls_last=True)
 
 
+def pair_name(first: Any, second: Any) -> str:
+    """A pair as the table names it, in its ratio's order: the first (the ratio's denominator), then the second."""
+    return f"{first} vs {second}"
+
+
 def summaries(head: pl.DataFrame) -> list[str]:
-    """One sentence per (pair, metric): the median ratio, its spread and the number of pairs behind it."""
+    """One sentence per (pair, metric): the second over the first as a median, its spread, the number of pairs
+    behind it and how many of them are like for like."""
     out = []
     for (pair, metric), group in head.group_by("pair", "metric", maintain_order=True):
         s = ratio_summary(group["ratio (second / first)"].to_list())
         peak, watt = ratio_summary(group["ratio per peak"].to_list()), ratio_summary(group["ratio per watt"].to_list())
         if s is None:
             continue
+        first, second = str(pair).split(" vs ", 1)
+        alike = int((group["like for like"] == "like for like").sum())
         extra = "".join(f"; {label} {x.median:.2f}x" for label, x in (("per peak", peak), ("per watt", watt)) if x)
-        out.append(f"{pair} on {metric}: median {s.median:.2f}x (range {s.low:.2f}–{s.high:.2f}x, "
-                   f"{s.n} pair{'s' if s.n > 1 else ''}){extra}")
+        out.append(f"{pair} on {metric}: {second} / {first} median {s.median:.2f}x (range {s.low:.2f}–{s.high:.2f}x, "
+                   f"{s.n} pair{'s' if s.n > 1 else ''}, {_alike(alike, group.height)}){extra}")
     return out
+
+
+def _alike(alike: int, pairs: int) -> str:
+    return "all like for like" if alike == pairs else "none like for like" if not alike else f"{alike} like for like"

@@ -131,5 +131,26 @@ def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
         config = tuple(r[k] for k in WARNING_KEYS)
         if config in warnings:
             found.setdefault(config, []).append(int(r["id"]))
-    return [f"{config[1]} on {config[3]} × {config[2]} ({config[0]}; result {', '.join(map(str, ids_))}): "
-            f"{warnings[config]}" for config, ids_ in found.items()]
+    return [f"{_configuration(config)} ({config[0]}; result {', '.join(map(str, ids_))}): {warnings[config]}"
+            for config, ids_ in found.items()]
+
+
+def _configuration(config: tuple[Any, ...]) -> str:
+    """A warned configuration (WARNING_KEYS) in words; an unstated field says so, never Python's None."""
+    _, model, accelerator, devices, _ = config
+    on = f"{devices:,} × {accelerator}" if devices else f"{accelerator} (devices unstated)"
+    return f"{model or 'an unnamed model'} on {on}"
+
+
+@until_written(keep=32)
+def row_notes(table_frame: pl.DataFrame, engine: Engine) -> list[tuple[list[int], str]]:
+    """The notes the sources attached to the stored rows a page's table was computed from ('... result id'
+    columns): each distinct note once, with the ids of the rows that carry it, in id order."""
+    ids = sorted({int(i) for c in table_frame.columns if c.endswith("result id") for i in table_frame[c].drop_nulls()})
+    if not ids:
+        return []
+    rows = store.results(engine, ids=ids, columns=("id", "note")).filter(pl.col("note").fill_null("") != "")
+    carried: dict[str, list[int]] = {}
+    for rid, note in rows.sort("id").iter_rows():
+        carried.setdefault(str(note), []).append(int(rid))
+    return [(ids_, note) for note, ids_ in carried.items()]

@@ -30,10 +30,20 @@ def table(state: OverviewView, engine: Engine) -> pl.DataFrame:
     column = _COLUMNS[state.by]
     counts = store.result_counts(engine, column)
     return (
-        counts.select(pl.col(column).fill_null("(not stated)").alias(state.by),
-                      pl.col("result rows").cast(pl.UInt32), pl.col("sources").cast(pl.UInt32))
+        counts.select(_named(pl.col(column)).fill_null("(not stated)").alias(state.by),
+                      pl.col("result rows").cast(pl.UInt32), pl.col("sources").cast(pl.UInt32),
+                      pl.col("runs").cast(pl.UInt32))
         .sort(["result rows", state.by], descending=[True, False])
     )
+
+
+def _named(group: pl.Expr) -> pl.Expr:
+    """Figures measured from ingested runs (no source) are said to be so, with how many runs they come from."""
+    runs = pl.col("runs").cast(pl.String)
+    return (pl.when(group == store.MEASURED_KIND)
+            .then(pl.lit("measured from ") + runs + pl.lit(" ingested run") + pl.when(pl.col("runs") == 1)
+                  .then(pl.lit("")).otherwise(pl.lit("s")))
+            .otherwise(group))
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = ()

@@ -25,7 +25,7 @@ X_AXES = ("step", "tokens")
 
 @dataclass(frozen=True)
 class RunsView:
-    run: int = u.key("run", 0, low=0)
+    run: int = u.key("run", 0, low=0, high=u.MAX_ID)
     vs: tuple[str, ...] = u.key("vs", (), label="runs overlaid")
     x: str = u.key("x", "step", choices=X_AXES)
     first: int = u.key("w0", -1, low=-1)

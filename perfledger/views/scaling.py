@@ -20,6 +20,7 @@ from perfledger.views._shared import (
     TOKEN_METRIC,
     WORKLOAD_LABELS,
     WORKLOADS,
+    CatalogRef,
     frame_of,
     store_workload,
 )
@@ -45,6 +46,9 @@ class ScalingView:
                 else "Sensitivity studies (stored ratios)")
         scope = [*self.models, *self.accelerators]
         return f"{what}, {WORKLOAD_LABELS[self.workload]}{' for ' + ', '.join(scope) if scope else ''}"
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        return (("m", "model", self.models), ("a", "accelerator", self.accelerators))
 
     def caveat(self) -> str:
         """What the view mixes on request ("" when it compares like with like)."""

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import flops, metrics
+from perfledger.calc import flops, like_for_like, metrics
 from perfledger.calc.normalise import recomputed_tflops, safe
 from perfledger.calc.pairing import first_by_key, speedup_pairs
 from perfledger.views._shared import (
@@ -21,6 +21,7 @@ from perfledger.views._shared import (
     TFLOPS_METRIC,
     TOKEN_METRIC,
     WORKLOADS,
+    CatalogRef,
     contains,
     frame_of,
     of_workload,
@@ -92,6 +93,13 @@ class SpeedupView:
         scope = ", ".join(self.models) or "every model"
         return f"{self.cand_side().label()} vs {self.base_side().label()} on {scope} ({self.workload})"
 
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        """The model and accelerator ids a custom comparison names (a preset names its own)."""
+        if self.preset != "custom":
+            return ()
+        return (("m", "model", self.models), ("ba", "accelerator", (self.base_acc,)),
+                ("ca", "accelerator", (self.cand_acc,)))
+
     def base_side(self) -> Side:
         return Side(self.base_acc, self.base_fw, self.base_ver, self.base_strategy, self.base_precision)
 
@@ -121,8 +129,6 @@ PRESETS: dict[str, Preset] = {
         lambda: pl.col("workload") == "rlhf",
     ),
 }
-CAVEAT_COLUMNS = (("workload", "workload"), ("seq_len", "seq len"), ("precision", "precision"), ("global_batch", "global batch"),
-                  ("n_devices", "device count"), ("framework_version", "framework version"))
 
 SPEEDUP_SCHEMA: dict[str, pl.DataType] = {  # what is compared, the ratio and its caveats first; details after
     "model": pl.String(), "baseline": pl.String(), "candidate": pl.String(), "speedup (x)": pl.Float64(),
@@ -141,6 +147,13 @@ def caveat_list(table_frame: pl.DataFrame) -> list[str]:
     return sorted(c for c in items if c and "published ratio" not in c)
 
 
+def not_like_for_like(table_frame: pl.DataFrame) -> str:
+    """The page's warning when a computed pair is not like for like (perfledger.calc.like_for_like), naming the
+    aspects that differ: "Not like for like: precision, framework version"; "" when every pair is."""
+    names = like_for_like.aspects_in(table_frame["caveats"].to_list())
+    return f"Not like for like: {', '.join(names)}" if names else ""
+
+
 def _resolved(state: SpeedupView) -> Preset:
     if state.preset != "custom":
         return PRESETS[state.preset]
@@ -157,9 +170,7 @@ def _label(row: Mapping[str, Any]) -> str:
 
 
 def _caveats(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
-    diffs = [f"{label} differs ({base.get(c)} vs {cand.get(c)})"
-             for c, label in CAVEAT_COLUMNS if base.get(c) != cand.get(c)]
-    return "; ".join(diffs)
+    return like_for_like.details(like_for_like.differences(base, cand))
 
 
 _TFLOPS_KEYS = ("source_id", "accelerator_id", "model_id", "n_devices", "framework_version", "seq_len")

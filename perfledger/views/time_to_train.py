@@ -13,7 +13,16 @@ from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import flops, metrics
 from perfledger.errors import InvalidQuery
-from perfledger.views._shared import FORMULA_NAMES, TOKEN_METRIC, rows_by_id, si
+from perfledger.views._shared import (
+    FORMULA_NAMES,
+    TOKEN_METRIC,
+    WORKLOAD_LABELS,
+    WORKLOADS,
+    CatalogRef,
+    rows_by_id,
+    si,
+    store_workload,
+)
 
 MODES = ("peak", "measured")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -28,51 +37,62 @@ class TimeToTrainView:
     mode: str = u.key("mode", "peak", choices=MODES)
     efficiency: float = u.key("e", 0.5, low=0.001, high=1.0)
     precision: str = u.key("p", "fp16", choices=PRECISIONS)
-    row: int = u.key("r", 0, low=0)
+    row: int = u.key("r", 0, low=0, high=u.MAX_ID)
+    workload: str = u.key("w", "pretrain", choices=WORKLOADS)  # of the measured rows offered
     usd_per_hour: float = u.key("usd", 0.0, low=0.0, high=1000.0)
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
         how = (f"{self.efficiency:.0%} of dense {self.precision} peak" if self.mode == "peak"
-               else "a measured tokens/s/device")
+               else f"a measured tokens/s/device ({WORKLOAD_LABELS[self.workload]})")
         return f"{self.model}: {si(self.tokens)} tokens on {self.devices} × {self.accelerator} at {how}"
+
+
+    def catalog_ids(self) -> tuple[CatalogRef, ...]:
+        return (("m", "model", (self.model,)), ("a", "accelerator", (self.accelerator,)))
 
 
 TTT_SCHEMA: dict[str, pl.DataType] = {
     "devices": pl.Int64(), "time (s)": pl.Float64(), "time (h)": pl.Float64(), "time (days)": pl.Float64(),
     "cost (USD)": pl.Float64(), "tokens/s/device": pl.Float64(), "basis": pl.String(), "chosen": pl.Boolean(),
+    "measured result id": pl.Int64(),
 }
 
 
 MEASURED_COLUMNS = ("id", "value", "n_devices", "precision", "framework", "workload", "source_id")
+UNSTATED = "unstated"
 
 
 def measured_rows(state: TimeToTrainView, engine: Engine) -> pl.DataFrame:
-    """The stored tokens/s/device rows of the view's model and accelerator, by id: the rows measured mode may use."""
-    rows = store.results(engine, metric=TOKEN_METRIC, model_ids=[state.model], accelerator_ids=[state.accelerator])
+    """The stored tokens/s/device rows of the view's model, accelerator and workload, by id: the rows measured mode
+    may use."""
+    rows = store.results(engine, metric=TOKEN_METRIC, model_ids=[state.model], accelerator_ids=[state.accelerator],
+                         workload=store_workload(state.workload))
     return rows.select(MEASURED_COLUMNS).sort("id")
 
 
 def measured_label(row: dict[str, Any]) -> str:
     """A measured row as the page offers it: value, devices, precision and source."""
     devices = f"{row['n_devices']:,} devices" if row.get("n_devices") else "devices unstated"
+    precision = row.get("precision") or UNSTATED
     return (f"result {row['id']}: {row['value']:,g} tokens/s/device · {devices} · "
-            f"{row.get('precision') or 'unstated'} precision · {row.get('source_id') or 'no source'}")
+            f"{'precision unstated' if precision == UNSTATED else precision} · {row.get('workload') or 'workload unstated'}"
+            f" · {row.get('source_id') or 'no source'}")
 
 
 def foreign_row(state: TimeToTrainView, engine: Engine) -> str | None:
-    """Why the view's measured row `r` cannot be used (no such result, or one of another model, accelerator or
-    metric); None when it can, or when none is given."""
+    """Why the view's measured row `r` cannot be used (no such result, or one of another model, accelerator,
+    metric or workload); None when it can, or when none is given."""
     if state.mode != "measured" or not state.row or state.row in measured_rows(state, engine)["id"].to_list():
         return None
-    found = store.results(engine, ids=[state.row], columns=("id", "model_id", "accelerator_id", "metric"))
+    found = store.results(engine, ids=[state.row], columns=("id", "model_id", "accelerator_id", "metric", "workload"))
     if not found.height:
         return f"there is no result {state.row}, so it is not used"
     r = found.row(0, named=True)
     return (f"result {state.row} is {r['metric']} of {r['model_id'] or 'an unnamed model'} on "
-            f"{r['accelerator_id'] or 'an unnamed accelerator'}, not a tokens/s/device row of {state.model} on "
-            f"{state.accelerator}, so it is not used")
+            f"{r['accelerator_id'] or 'an unnamed accelerator'} ({r['workload'] or 'workload unstated'}), not a "
+            f"tokens/s/device row of {state.model} on {state.accelerator} ({state.workload}), so it is not used")
 
 
 def measured_row(state: TimeToTrainView, engine: Engine) -> dict[str, Any] | None:
@@ -90,8 +110,8 @@ def _throughput_per_device(state: TimeToTrainView, engine: Engine) -> tuple[floa
     if state.mode == "measured":
         row = measured_row(state, engine)
         if row is None:
-            raise InvalidQuery(f"no tokens/s/device row is stored for {state.model} on {state.accelerator}; "
-                               "choose another pair or use mode=peak")
+            raise InvalidQuery(f"no {WORKLOAD_LABELS[state.workload]} tokens/s/device row is stored for {state.model} "
+                               f"on {state.accelerator}; choose another pair or workload, or use mode=peak")
         return float(row["value"]), f"measured: {measured_label(row)}"
     model_rows, acc_rows = store.catalog(engine)
     model, acc = rows_by_id(model_rows).get(state.model), rows_by_id(acc_rows).get(state.accelerator)
@@ -112,13 +132,14 @@ def device_counts(devices: int) -> list[int]:
 def table(state: TimeToTrainView, engine: Engine) -> pl.DataFrame:
     """Time (and cost) to train `tokens` at the chosen device count and a sweep around it."""
     tps, basis = _throughput_per_device(state, engine)
+    used = measured_row(state, engine) if state.mode == "measured" else None
     out = []
     for n in device_counts(state.devices):
         seconds = metrics.time_to_train_s(state.tokens, n, tps)
         cost = metrics.cost_to_train_usd(seconds, n, state.usd_per_hour) if state.usd_per_hour > 0 else None
         out.append({"devices": n, "time (s)": seconds, "time (h)": seconds / metrics.SECONDS_PER_HOUR,
                     "time (days)": seconds / metrics.SECONDS_PER_DAY, "cost (USD)": cost, "tokens/s/device": tps,
-                    "basis": basis, "chosen": n == state.devices})
+                    "basis": basis, "chosen": n == state.devices, "measured result id": used and used["id"]})
     return pl.DataFrame(out, schema=TTT_SCHEMA, strict=False)
 
 

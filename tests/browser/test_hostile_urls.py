@@ -3,12 +3,14 @@ attacker's host, no image fetched from it)."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import Page, Route
 
-from tests.browser.conftest import Server, assert_no_exception, open_app
+from perfledger.views.registry import PAGES
+from tests.browser.conftest import Server, assert_no_exception, open_app, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +24,7 @@ def _count_requests_to(page: Page, host: str) -> list[str]:
         seen.append(route.request.url)
         route.abort()
 
-    page.route(f"http://{host}/**", block)
+    page.route(re.compile(rf"^https?://{re.escape(host)}(/|$)"), block)
     return seen
 
 
@@ -45,4 +47,30 @@ def test_markdown_in_url_values_renders_as_text_and_fetches_nothing(page: Page, 
     assert page.locator('a[href^="http://evil"]').count() == 0
     assert page.locator('img[src^="http://host"]').count() == 0
     assert requests == []
-    assert "![q](http://host/b.png)" in page.inner_text('[data-testid="stMain"]')
+    assert "![q](http://host/b.png)" in page.inner_text('[data-testid="stMain"]').replace("\u2060", "")  # joiner: no autolink
+
+
+HOSTILE_TEXT = "[click me](https://evil.example) https://evil.example/bare www.evil.example ceo@evil.example"
+TEXT_KEYS = {  # every page, with the URL keys whose text it shows
+    "overview": ("by",), "speedups": ("m", "bf", "cv"), "accelerators": ("m",), "scaling": ("m", "a"),
+    "time-to-train": ("m", "a"), "runs": ("vs",), "audit": ("m", "src"), "sources": ("src",),
+}
+
+
+@pytest.mark.parametrize("slug", list(TEXT_KEYS))
+def test_text_from_a_url_becomes_no_link_on_any_page(page: Page, server: Server, slug: str) -> None:
+    """Markdown links, bare URLs and e-mail addresses typed into a link are drawn as the characters typed: the page's
+    DOM holds no <a> leading off the app, and none whose address carries the typed text."""
+    assert set(TEXT_KEYS) == {p.slug for p in PAGES}
+    query = "&".join(f"{k}={quote(HOSTILE_TEXT)}" for k in TEXT_KEYS[slug]) + ("&p=custom" if slug == "speedups" else "")
+    requests = _count_requests_to(page, "evil.example")
+    open_app(page, server, f"{slug}?{query}")
+    assert_no_exception(page)
+    hrefs: list[str] = page.eval_on_selector_all('[data-testid="stMain"] a', "els => els.map(e => e.getAttribute('href'))")
+    assert not [h for h in hrefs if "evil" in (h or "") or "://" in (h or "") and not h.startswith(server.base)], hrefs
+    assert page.locator('[data-testid="stMain"] a[href^="mailto:"]').count() == 0
+    assert requests == []
+    if slug == "speedups":
+        heading = page.locator("h3").filter(has_text="click me").first.inner_text()
+        assert "[click me](https://evil.example)" in heading.replace("\u2060", "")
+        screenshot(page, "hostile-url-speedups-heading")

@@ -100,7 +100,9 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flop
                  rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
     f = flops.per_token(claim, rule.formula)
     if f is None:
-        notes.append(f"no architecture for model {claim.get('model_id')!r} in the catalog: FLOPs unknown")
+        model = claim.get("model_id")
+        notes.append("no model named: FLOPs unknown" if model is None else
+                     f"no architecture for model {model!r} in the catalog: FLOPs unknown")
         return "unchecked"
     tier, pairs = throughput.nearest_tier(claim, rule.cross_source)
     if not pairs:

@@ -34,6 +34,7 @@ def _page_charts(engine: Engine) -> dict[str, charts.Drawn]:
         "speedups": charts.speedup_bars(table("speedups", views.SpeedupView(), engine)),
         "speedups-fsdp": charts.speedup_bars(table("speedups", views.SpeedupView(preset="fsdp"), engine)),
         "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0]),
+        "head-to-head": charts.head_to_head_bars(table("accelerators", views.AcceleratorView(section="head"), engine)),
         "scaling-lines": charts.scaling_lines(points_by_devices(views.rows_of_kind(scaling, "computed"))),
         "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored")),
         "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored")),
@@ -97,8 +98,47 @@ def test_scaling_series_identify_themselves() -> None:
                           "scaling efficiency": [1.0, 1.0], "source": ["s", "s"], "result id": [1, 2]})
     spec = charts.scaling_lines(points_by_devices(frame)).to_dict()
     assert any(s.get("encoding", {}).get("shape", {}).get("field") == "series" for s in _specs(spec))
-    legend = next(s["encoding"]["shape"]["legend"] for s in _specs(spec) if "shape" in s.get("encoding", {}))
-    assert legend["labelLimit"] >= 400  # the series' names are read in full
+    legend = next(s["encoding"]["color"]["legend"] for s in _specs(spec) if "legend" in s.get("encoding", {}).get("color", {}))
+    assert legend["labelLimit"] >= 1000 and "split(" in legend["labelExpr"]  # long names wrap, not cut short
+
+
+def test_two_series_of_one_accelerator_never_share_a_colour(seeded_engine: Engine) -> None:
+    """The seed's two A100 launcher series (GPT-3 175B and 5B) drew in one green: the first keeps the catalogue
+    colour, the second a shade of it."""
+    points = views.scaling.chart_points(views.table("scaling", views.ScalingView(), seeded_engine))
+    spec = charts.scaling_lines(points).to_dict()
+    scale = next(s["encoding"]["color"]["scale"] for s in _specs(spec) if "color" in s.get("encoding", {}))
+    colour = dict(zip(scale["domain"], scale["range"], strict=True))
+    a100 = [name for name in scale["domain"] if "a100-80gb" in name]
+    assert len(a100) >= 2 and len({colour[name] for name in a100}) == len(a100)
+    assert colour[a100[0]] == charts.ACCELERATOR_COLOURS["a100-80gb"]
+    assert len(set(scale["range"])) == len(scale["domain"])
+
+
+def test_mfu_bars_read_as_percentages_on_the_axis_as_in_the_table(seeded_engine: Engine) -> None:
+    accel = views.table("accelerators", views.AcceleratorView(norm="mfu"), seeded_engine)
+    spec = charts.accelerator_bars(accel, accel["normalized unit"][0], fmt=".1%").to_dict()
+    x = next(s["encoding"]["x"] for s in _specs(spec) if s.get("encoding", {}).get("x", {}).get("field") == "normalized")
+    assert x["axis"]["format"] == "%" and "(%)" in x["title"] and "fraction" not in x["title"]
+    per_device = charts.accelerator_bars(accel, "tokens/s per device").to_dict()
+    x = next(s["encoding"]["x"] for s in _specs(per_device) if s.get("encoding", {}).get("x"))
+    assert "format" not in x.get("axis", {})
+
+
+def test_a_short_runs_step_axes_count_whole_steps() -> None:
+    steps = pl.DataFrame({"step": [1, 2, 3], "step_time_s": [157.0, 129.0, 129.1], "phase": ["warmup", "steady", "steady"],
+                          "loss": [9.0, 8.5, 8.4]})
+    for chart in (charts.step_times(steps), charts.loss_curve(steps)):
+        x = chart.to_dict()["encoding"]["x"]
+        assert (x["title"], x["axis"]["format"], x["axis"]["tickMinStep"]) == ("step", "d", 1)
+
+
+def test_head_to_head_draws_each_pair_coloured_by_like_for_like(seeded_engine: Engine) -> None:
+    head = views.table("accelerators", views.AcceleratorView(section="head"), seeded_engine)
+    spec = charts.head_to_head_bars(head).to_dict()
+    rows = _inline_rows(spec)
+    assert len([r for r in rows if "row" in r]) == head.height
+    assert {r["verdict"] for r in rows if "verdict" in r} == {"not like for like"}
 
 
 def test_bars_on_a_log_axis_are_not_stacked_from_zero(page_specs: dict[str, dict[str, Any]]) -> None:

@@ -34,4 +34,4 @@ def test_nemo_h200_vs_a100_speedups_and_tflops_match_published(
 
 def test_speedups_70b_row_warns_that_device_counts_differ(speedups_table: list[dict[str, object]]) -> None:
     row = next(r for r in speedups_table if r["model"] == "llama2-70b")
-    assert "device count differs (32 vs 8)" in str(row["caveats"])
+    assert "devices differ (32 vs 8)" in str(row["caveats"])

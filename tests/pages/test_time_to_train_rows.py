@@ -50,3 +50,31 @@ def test_measured_mode_offers_the_pairs_rows_and_shows_the_one_used(
     basis = _texts(at)
     assert f"result {last['id']}:" in basis and f"{last['source_id']}" in basis
     assert next(m for m in at.metric if m.label.startswith("Throughput")).value == f"{last['value']:,.0f}"
+
+
+def test_measured_mode_offers_only_the_chosen_workloads_rows_and_refuses_another_workloads_row(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    pair = {"model": "llama2-70b", "accelerator": "h100-sxm", "mode": "measured"}
+    pretrain = views.time_to_train.measured_rows(TimeToTrainView(**pair), seeded_engine)
+    lora = views.time_to_train.measured_rows(TimeToTrainView(**pair, workload="lora_finetune"), seeded_engine)
+    assert pretrain.height and lora.height
+    assert set(pretrain["workload"]) == {"pretrain"} and set(lora["workload"]) == {"lora_finetune"}
+    at = open_page("time-to-train", f"m=llama2-70b&a=h100-sxm&mode=measured&w=lora_finetune&r={pretrain['id'][0]}")
+    assert not at.exception
+    assert any(f"result {pretrain['id'][0]} is tokens_per_s_per_device of llama2-70b on h100-sxm (pretrain)"
+               in w.value.replace("\\", "").lower() for w in at.warning), [w.value for w in at.warning]
+    box = next(s for s in at.selectbox if s.label.startswith("Measured row"))
+    assert box.options == [views.time_to_train.measured_label(r) for r in lora.iter_rows(named=True)]
+    assert all("lora_finetune" in option for option in box.options)
+
+
+def test_an_estimate_from_a_row_the_audit_warns_about_carries_the_warning(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("time-to-train", "m=llama2-70b&a=h200&n=8&mode=measured&r=15")
+    assert not at.exception
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any("llama2-70b on 8 × h200 (nv_blog_nemo_h200_2023; result 15): precision unstated: plausible only in FP8"
+               in w for w in warnings), warnings
+    assert "measured: result 15:" in _texts(at)
+    table = next(df.value for df in at.dataframe if "measured result id" in df.value.columns)
+    assert set(table["measured result id"]) == {15}
