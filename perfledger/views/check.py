@@ -78,7 +78,7 @@ def check(engine: Engine, target: str, *, against: str = HISTORY, threshold_pct:
     rows = series_rows(engine)
     baseline_run = None if against == HISTORY else runs_to_check(engine, against)[0]
     if len(run_ids) == 1:
-        runs = (_check_run(rows, run_ids[0], baseline_run, threshold_pct / 100, window),)
+        runs: tuple[RunCheck, ...] = (_check_run(rows, run_ids[0], baseline_run, threshold_pct / 100, window),)
     else:  # a campaign: a run with no steady-state figure (a failed attempt) is reported, not fatal
         runs = tuple(_check_run_or_note(rows, run_id, baseline_run, threshold_pct / 100, window) for run_id in run_ids)
     return CheckReport(target, against, threshold_pct, window, runs)
