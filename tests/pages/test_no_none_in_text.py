@@ -24,6 +24,8 @@ VIEWS = {  # each page's default view, and views whose rows leave fields unstate
     "scaling": ["", "s=sensitivity"],
     "time-to-train": ["", "m=llama2-70b&a=h200&n=8&mode=measured"],
     "runs": ["", "run=1"],
+    "campaigns": [""],
+    "history": ["", "y=mfu"],
     "audit": [""],
     "sources": ["", "src=nv_blog_nemo_h200_2023"],
 }
