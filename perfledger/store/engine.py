@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised, is_disk_full
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
@@ -92,16 +92,6 @@ def lock_holder(message: str) -> str | None:
 
 
 _MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
-
-
-# How a full disk reads: the OS's ENOSPC, DuckDB's "Out of Memory Error: failed to offload data block" (its
-# temporary files could not grow), PostgreSQL's "could not extend file".
-_DISK_FULL = re.compile(r"No space left on device|failed to offload data block|could not extend file",
-                        re.IGNORECASE)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _DISK_FULL.search(str(exc)) is not None
 
 
 def disk_of(engine: Engine) -> str:
