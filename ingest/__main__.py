@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _ingest(args)
     except store.FAULT_TYPES as exc:  # a driver's or the OS's fault of the store that escaped its translation
+        fault: PerfledgerError | None
         try:
             fault = store.store_fault(exc, store.engine_from_url(args.db))
         except PerfledgerError as unusable:

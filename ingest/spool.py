@@ -47,7 +47,7 @@ class StepSpool:
         if self._folder is None:
             self._folder = spool_folder("steps")
         path = Path(self._folder.name) / f"{len(self._files):08d}.parquet"
-        with spooling(self._folder.name):
+        with spooling(Path(self._folder.name).parent):
             frame.select(STEP_COLUMNS).write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)
         self.rows += frame.height
@@ -67,7 +67,7 @@ class StepSpool:
             return tuple(self._files)
         if self._sorted is None:  # sorted out of core: in memory, the 1 GB MLPerf bench log peaked at 536 MB
             assert self._folder is not None
-            with spooling(self._folder.name):
+            with spooling(Path(self._folder.name).parent):
                 self._sorted = sort_parquet(self._files, "step", Path(self._folder.name) / "sorted.parquet")
             for path in self._files:
                 path.unlink()

@@ -143,7 +143,7 @@ class FrameWriter:
         self._columns = self._columns or frame.columns
         if self._spool is not None:
             path = Path(self._spool.name) / f"{len(self._files):08d}.parquet"
-            with spooling(self._spool.name):
+            with spooling(Path(self._spool.name).parent):
                 frame.write_parquet(path, compression="lz4", statistics=False)
             self._files.append(path)
             self._rows += frame.height

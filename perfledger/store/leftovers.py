@@ -42,14 +42,14 @@ _SPOOL_NAME = re.compile(rf"^{SPOOL_PREFIX}[a-z]+-(\d+)-")
 
 
 @contextmanager
-def spooling(folder: str) -> Iterator[None]:
-    """A write into the spool `folder` (Parquet by Polars or DuckDB) that meets a full disk raises SpoolFull, which
-    names the spool's disk, not the store's: a 40-line Polars traceback before."""
+def spooling(where: Path) -> Iterator[None]:
+    """Writes into a spool under the folder `where` (Parquet by Polars or DuckDB, an upload's bytes) that meet a
+    full disk raise SpoolFull, which names that folder, not the store's: a 40-line Polars traceback before."""
     try:
         yield
     except Exception as exc:
         if is_disk_full(exc):
-            raise SpoolFull(str(Path(folder).parent)) from exc
+            raise SpoolFull(str(where)) from exc
         raise
 
 

@@ -6,6 +6,7 @@ run is kept). A store on a read-only volume is served on every page."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -182,3 +183,17 @@ def test_deleting_from_a_store_on_a_full_disk_says_the_disk_is_full_and_keeps_th
         one_sentence(delete_on_page(open_page, run_id), "store.duckdb", f"the disk holding {where} is full")
         filler.unlink()
         assert kept(url, run_id, steps)
+
+
+def test_an_upload_whose_temporary_folder_is_on_a_full_disk_names_that_disk_and_stores_nothing(
+        seeded_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_page: Callable[..., AppTest]) -> None:
+    engine = store.engine_from_url(seeded_url)
+    before = store.counts(engine)
+    with volume(tmp_path / "uploads", "1m") as where:
+        monkeypatch.setattr(tempfile, "tempdir", str(where))  # where the page puts an upload for its worker
+        at = open_page("runs")
+        raw = MEGATRON.read_bytes() * 8  # larger than the volume
+        at = at.file_uploader(key="ru_file").set_value((MEGATRON.name, raw, "text/plain")).run()
+        one_sentence(at, f"the temporary spool in {where}", "is full", "TMPDIR")
+        assert list(where.iterdir()) == []
+    assert store.counts(engine) == before
