@@ -124,6 +124,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.files) == args.demo:
         parser.error("give log files, or --demo alone")
     try:
+        return _ingest(args)
+    except store.FAULT_TYPES as exc:  # a driver's or the OS's fault of the store that escaped its translation
+        fault: PerfledgerError | None
+        try:
+            fault = store.store_fault(exc, store.engine_from_url(args.db))
+        except PerfledgerError as unusable:
+            fault = unusable
+        if fault is None:
+            raise
+        print(f"error: {fault}", file=sys.stderr)
+        return 1
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    try:
         engine = store.engine_from_url(args.db)
         store.create_schema(engine)
         known = None if catalog_is_empty(engine) else store.catalog_record(engine)  # never initialised: data/'s

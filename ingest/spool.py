@@ -16,7 +16,7 @@ import polars as pl
 
 from perfledger.calc.phases import PHASE_COLUMNS
 from perfledger.records import STEP_SCHEMA, StepFiles
-from perfledger.store.leftovers import spool_folder
+from perfledger.store.leftovers import spool_folder, spooling
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
@@ -47,7 +47,8 @@ class StepSpool:
         if self._folder is None:
             self._folder = spool_folder("steps")
         path = Path(self._folder.name) / f"{len(self._files):08d}.parquet"
-        frame.select(STEP_COLUMNS).write_parquet(path, compression="lz4", statistics=False)
+        with spooling(Path(self._folder.name).parent):
+            frame.select(STEP_COLUMNS).write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)
         self.rows += frame.height
         step = frame["step"]
@@ -66,7 +67,8 @@ class StepSpool:
             return tuple(self._files)
         if self._sorted is None:  # sorted out of core: in memory, the 1 GB MLPerf bench log peaked at 536 MB
             assert self._folder is not None
-            self._sorted = sort_parquet(self._files, "step", Path(self._folder.name) / "sorted.parquet")
+            with spooling(Path(self._folder.name).parent):
+                self._sorted = sort_parquet(self._files, "step", Path(self._folder.name) / "sorted.parquet")
             for path in self._files:
                 path.unlink()
             self._files = []

@@ -33,6 +33,7 @@ from typing import Any
 from ingest.streams import printable
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
+from perfledger.store.leftovers import spooling
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
 FOLDER_PREFIX = "perfledger-upload-"  # + the server's PID: a later writer removes the folders of a server gone
@@ -145,10 +146,15 @@ def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, li
     """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store).
     `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision, seq_len),
     names resolved against the store's catalog in the worker; a name not in it is kept as printed, warned."""
-    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
-    (folder / "upload").write_bytes(raw)
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
-    (folder / "request.json").write_text(json.dumps(request))
+    with spooling(Path(tempfile.gettempdir())):
+        folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
+        try:
+            (folder / "upload").write_bytes(raw)
+            (folder / "request.json").write_text(json.dumps(request))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
     return Job("prepare", folder, db_url, limits)
 
 
@@ -270,7 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _limit_self(Limits(args.timeout_s, args.memory_mb))
     result: dict[str, Any]
     try:
-        result = (_prepare if args.what == "prepare" else _save)(args.folder)
+        if args.what == "prepare":
+            with spooling(args.folder.parent):  # a full disk under the upload's folder is said, not a traceback
+                result = _prepare(args.folder)
+        else:
+            result = _save(args.folder)
     except (MemoryError, ImportError, OSError) as exc:
         if not out_of_memory(exc):
             raise

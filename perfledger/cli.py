@@ -1,5 +1,5 @@
-"""python -m perfledger: init | rebuild | calc | export | audit | copy | catalog (perfledger/cli_catalog.py) | keys
-(perfledger/cli_keys.py) | check (perfledger/cli_check.py).
+"""python -m perfledger: init | rebuild | calc | export | audit | copy | backup | restore (perfledger/cli_backup.py) |
+catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
 0 done, 1 the store or data refused, 2 a usage or input error.
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_catalog, cli_check, cli_keys, store
+from perfledger import cli_backup, cli_catalog, cli_check, cli_keys, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--source", help="id of an imported source (curated sources are refused)")
     delete.add_argument("--token", default=os.environ.get("PERFLEDGER_TOKEN", ""),
                         help="the upload token, when one is set (default: PERFLEDGER_TOKEN)")
+    cli_backup.register(sub)
     cli_catalog.register(sub)
     cli_keys.register(sub)
     cli_check.register(sub)
@@ -209,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "export": cmd_export,
         "audit": cmd_audit,
         "copy": cmd_copy,
+        "backup": cli_backup.cmd_backup,
+        "restore": cli_backup.cmd_restore,
         "delete": cmd_delete,
         "catalog": cli_catalog.run,
         "keys": cli_keys.run,

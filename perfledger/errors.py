@@ -13,11 +13,14 @@
   * StoreError          the database refused or could not be reached
     * StoreBusy         another process holds DuckDB's write lock
     * ReadOnlyStore     writes are switched off (PERFLEDGER_READ_ONLY)
-    * DiskFull          the disk holding the store (or its spool) has no space left
+    * DiskFull          the disk holding the store has no space left
+      * SpoolFull       the disk holding a temporary spool (a run's steps, a copy's frames) has no space left
 """
 
 from __future__ import annotations
 
+import errno
+import re
 from collections.abc import Sequence
 
 
@@ -112,3 +115,24 @@ class DiskFull(StoreError):
         self.reason = f"the disk holding {where} is full"
         Exception.__init__(self, f"the store {url} could not be written: the disk holding {where} is full; "
                                  "free some space there and try again (nothing was stored)")
+
+
+class SpoolFull(DiskFull):
+    def __init__(self, folder: str) -> None:
+        self.url = folder
+        self.where = folder
+        self.reason = f"the disk holding {folder} is full"
+        Exception.__init__(self, f"the temporary spool in {folder} could not be written: the disk holding it is full; "
+                                 "free some space there or set TMPDIR to a larger disk, and try again (nothing was "
+                                 "stored)")
+
+
+# How a full disk reads: the OS's ENOSPC, DuckDB's "Out of Memory Error: failed to offload data block" (its
+# temporary files could not grow), PostgreSQL's "could not extend file", Polars' "parquet: ... No space left".
+_DISK_FULL = re.compile(r"No space left on device|failed to offload data block|could not extend file",
+                        re.IGNORECASE)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether a driver's, Polars' or the OS's exception says a disk is full."""
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _DISK_FULL.search(str(exc)) is not None

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from perfledger.store.engine import sql_text
-from perfledger.store.leftovers import spool_folder
+from perfledger.store.leftovers import spool_folder, spooling
 
 # DuckDB's memory for one INSERT of spooled steps, and the threads that share it (DuckDB 1.5.6; every step column
 # filled with random doubles, the costliest case; a test keeps a tenth of the limit to spare). Inserting in
@@ -143,7 +143,8 @@ class FrameWriter:
         self._columns = self._columns or frame.columns
         if self._spool is not None:
             path = Path(self._spool.name) / f"{len(self._files):08d}.parquet"
-            frame.write_parquet(path, compression="lz4", statistics=False)
+            with spooling(Path(self._spool.name).parent):
+                frame.write_parquet(path, compression="lz4", statistics=False)
             self._files.append(path)
             self._rows += frame.height
         else:

@@ -2,6 +2,7 @@
 
 No connection is held between calls (NullPool), so another process can take DuckDB's file lock whenever
 no query of ours is running; inside `reading()` (one page render) the reads share one connection instead.
+Readers open a DuckDB file read-only, writers read-write for their transaction only (see `_opens_read_only`).
 Driver exceptions become perfledger errors here and nowhere else.
 """
 
@@ -20,11 +21,11 @@ from typing import Any
 import polars as pl
 import sqlalchemy as sa
 from duckdb import Error as DuckDBError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised, is_disk_full
 from perfledger.settings import load_settings
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
@@ -74,11 +75,13 @@ _LOCK_WORD = re.compile(r"\block\b", re.IGNORECASE)  # a word: DuckDB's out-of-m
 # seven runs before this): Streamlit's fast reruns start a session's new script run while the old one may still
 # be closing.
 _SAME_FILE_IN_PROCESS = "Unique file handle conflict"
+# A writer of this process meeting its readers (the file open read-only), or a reader meeting its writer.
+_OTHER_MODE_IN_PROCESS = "with a different configuration than existing connections"
 
 
 def lock_holder(message: str) -> str | None:
     """Who holds the DuckDB file, from a driver's error message; None when the error is not about the lock."""
-    if _SAME_FILE_IN_PROCESS in message:
+    if _SAME_FILE_IN_PROCESS in message or _OTHER_MODE_IN_PROCESS in message:
         return "another connection of this process"
     if _LOCK_WORD.search(message) is None:
         return None
@@ -89,16 +92,6 @@ def lock_holder(message: str) -> str | None:
 
 
 _MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
-
-
-# How a full disk reads: the OS's ENOSPC, DuckDB's "Out of Memory Error: failed to offload data block" (its
-# temporary files could not grow), PostgreSQL's "could not extend file".
-_DISK_FULL = re.compile(r"No space left on device|failed to offload data block|could not extend file",
-                        re.IGNORECASE)
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _DISK_FULL.search(str(exc)) is not None
 
 
 def disk_of(engine: Engine) -> str:
@@ -251,22 +244,53 @@ def _shared(now: _Reading, engine: Engine) -> Iterator[Connection]:
 
 
 def _connect(engine: Engine, *, write: bool) -> Connection:
-    """A new connection, retrying while the DuckDB file is held, up to `lock_wait_s`; a writer says it waits."""
+    """A new connection, retrying while the DuckDB file is held, up to `lock_wait_s`; a writer says it waits.
+
+    A reader of a DuckDB file opens it read-only (see `_opens_read_only`)."""
     wait_s = load_settings().lock_wait_s
     deadline = time.monotonic() + wait_s
     delay, told = 0.01, False
-    while True:
-        try:
-            with translated(engine):
-                return engine.connect()
-        except StoreBusy as busy:
-            if time.monotonic() + delay > deadline:
-                raise
-            if write and not told:
-                say_waiting(busy.url, busy.holder, wait_s)
-                told = True
-            time.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_S)
+    token = _OPENING_TO_READ.set(not write and _opens_read_only(engine))
+    try:
+        while True:
+            try:
+                with translated(engine):
+                    return engine.connect()
+            except StoreBusy as busy:
+                if time.monotonic() + delay > deadline:
+                    raise
+                if write and not told:
+                    say_waiting(busy.url, busy.holder, wait_s)
+                    told = True
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+    finally:
+        _OPENING_TO_READ.reset(token)
+
+
+def _opens_read_only(engine: Engine) -> bool:
+    """Whether a reader of `engine` opens it read-only: an existing DuckDB file.
+
+    DuckDB lets many processes open a file read-only at once, but none while one holds it read-write. Readers
+    that opened it read-write (a page render, a copy or backup out of the file) locked each other out: a copy
+    running made 6 of 33 page loads say "the store is busy". Now only writers hold it read-write, for their
+    transaction; a reader meeting one retries as a writer does. A file not made yet is opened as it is (a read
+    of a new store makes it, empty).
+    """
+    database = engine.url.database
+    if not is_duckdb(engine) or database in (None, "", ":memory:") or not Path(database).exists():
+        return False
+    if not event.contains(engine, "do_connect", _read_only_when_asked):
+        event.listen(engine, "do_connect", _read_only_when_asked)
+    return True
+
+
+_OPENING_TO_READ: ContextVar[bool] = ContextVar("perfledger_opening_to_read", default=False)
+
+
+def _read_only_when_asked(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
+    if _OPENING_TO_READ.get():
+        cparams["read_only"] = True
 
 
 _SWEPT: set[str] = set()  # the stores this process has written to once (the sweep committed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from perfledger import schema
 from perfledger.records import InitReport
@@ -14,9 +14,23 @@ from perfledger.store.engine import connection
 from perfledger.store.runs import add_missing_columns
 from perfledger.store.write import insert_missing, insert_results
 
+# PostgreSQL's advisory lock that `init` (and `rebuild`, `copy`) hold while creating tables and loading data/: three
+# `perfledger init` started together on a new database failed one or two of three ("duplicate key value violates
+# unique constraint pg_type_typname_nsp_index": CREATE TABLE is not safe to race). Any constant key works; this one
+# reads "perfledg" in ASCII.
+INIT_LOCK_KEY = 0x70657266_6C656467
+
+
+def one_initialiser_at_a_time(conn: Connection) -> None:
+    """Wait, inside `conn`'s transaction, until no other process creates or seeds this store (PostgreSQL; a DuckDB
+    file has one writer at a time already). The lock goes with the transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": INIT_LOCK_KEY})
+
 
 def create_schema(engine: Engine) -> None:
     with connection(engine, write=True) as conn:
+        one_initialiser_at_a_time(conn)
         schema.metadata.create_all(conn)
         add_missing_columns(conn)
         add_alias_columns(conn)
@@ -24,6 +38,7 @@ def create_schema(engine: Engine) -> None:
 
 def drop_schema(engine: Engine) -> None:
     with connection(engine, write=True) as conn:
+        one_initialiser_at_a_time(conn)
         schema.metadata.drop_all(conn)
 
 
@@ -40,6 +55,7 @@ def init_store(engine: Engine, data_dir: Path) -> InitReport:
     create_schema(engine)
     inserted: dict[str, int] = {}
     with connection(engine, write=True) as conn:
+        one_initialiser_at_a_time(conn)
         inserted["source"] = insert_missing(conn, schema.source, seed.sources)
         inserted["accelerator"] = insert_missing(conn, schema.accelerator, seed.accelerators)
         inserted["model"] = insert_missing(conn, schema.model, seed.models)

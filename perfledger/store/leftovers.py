@@ -17,12 +17,15 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from perfledger import schema
+from perfledger.errors import SpoolFull, is_disk_full
 
 # DuckDB 1.5.6 writes a big INSERT's row groups straight into the database file and, at commit, logs in the WAL
 # the results, then pointers to those row groups, then the run row, then the commit marker. A kill while that
@@ -36,6 +39,18 @@ COMMIT_BY_CHECKPOINT = "SET checkpoint_threshold = '0b'"
 
 SPOOL_PREFIX = "perfledger-"
 _SPOOL_NAME = re.compile(rf"^{SPOOL_PREFIX}[a-z]+-(\d+)-")
+
+
+@contextmanager
+def spooling(where: Path) -> Iterator[None]:
+    """Writes into a spool under the folder `where` (Parquet by Polars or DuckDB, an upload's bytes) that meet a
+    full disk raise SpoolFull, which names that folder, not the store's: a 40-line Polars traceback before."""
+    try:
+        yield
+    except Exception as exc:
+        if is_disk_full(exc):
+            raise SpoolFull(str(where)) from exc
+        raise
 
 
 def spool_folder(kind: str) -> tempfile.TemporaryDirectory[str]:

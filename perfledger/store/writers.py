@@ -10,6 +10,7 @@ that in all. A writer that waits says so once on stderr, naming the PID ahead of
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from perfledger.errors import StoreBusy, StoreError
+from perfledger.errors import DiskFull, StoreBusy, StoreError
 from perfledger.settings import load_settings
 
 WRITER_QUEUE_ROUNDS = 30  # a writer waits at most this many lock waits for its turn in all (default 300 s)
@@ -60,8 +61,7 @@ def writer_turn(engine: Engine, masked_url: str) -> Iterator[None]:
                                      "on a read-only volume can be served with PERFLEDGER_READ_ONLY=1") from None
     try:
         waited = _take(fd, masked_url)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _write_pid(fd, path, masked_url)
         if waited:
             time.sleep(HANDOVER_GAP_S)
         held.add(str(path))
@@ -71,6 +71,17 @@ def writer_turn(engine: Engine, masked_url: str) -> Iterator[None]:
             held.discard(str(path))
     finally:
         os.close(fd)  # releases the flock
+
+
+def _write_pid(fd: int, path: Path, masked_url: str) -> None:
+    """This process's PID in the lock file, for the messages of writers waiting behind it."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFull(masked_url, str(path.resolve().parent)) from None
+        raise StoreError(masked_url, f"the writers' lock file {path} cannot be written ({exc.strerror})") from None
 
 
 def _take(fd: int, masked_url: str) -> bool:
