@@ -171,8 +171,8 @@ def _bare(url: str, sql: str) -> Any:
     # COPY out as CSV, read by Polars: the fastest plain way from PostgreSQL to a frame (row tuples through the
     # driver took 5-20x longer than the page's own read).
     buf = io.BytesIO()
-    with psycopg.connect(u.set(drivername="postgresql").render_as_string(hide_password=False)) as con, \
-            con.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy:  # type: ignore[arg-type]
+    with psycopg.connect(u.set(drivername="postgresql").render_as_string(hide_password=False)) as pg, \
+            pg.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv, HEADER)") as copy:
         for block in copy:
             buf.write(block)
     return pl.read_csv(buf.getvalue(), infer_schema_length=None)

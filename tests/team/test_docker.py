@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 IMAGE = "localhost/perfledger:test"
 BASE_IMAGE_SCRIPT = ROOT / "tests" / "team" / "base_image.sh"
-# This host's limits are above what podman may hand a container by default, so it needs them named.
+# podman asks runc for more open files than a host with a hard limit of 20,000 allows ("error setting rlimit").
 RUN_LIMITS = ("--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768")
 HEALTHY_WITHIN_S = 240.0  # init and Streamlit's start on a loaded 2-core machine
 LOG = LOGS / "bigscience_meg_gpt2_perf_n16_v100.out"

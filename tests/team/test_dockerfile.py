@@ -1,4 +1,4 @@
-"""The image runs exactly the README's tested commands; no Docker engine here, so the text is what we check."""
+"""The image runs exactly the README's tested commands, read from the Dockerfile's text (test_docker.py builds and runs it)."""
 
 from __future__ import annotations
 
