@@ -1,4 +1,4 @@
-"""The image runs exactly the README's tested commands, read from the Dockerfile's text (test_docker.py builds and runs it)."""
+"""The image runs exactly the README's tested commands, read from the Dockerfile (test_docker.py runs the image)."""
 
 from __future__ import annotations
 
