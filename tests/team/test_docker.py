@@ -56,7 +56,8 @@ def podman(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    subprocess.run(["bash", str(BASE_IMAGE_SCRIPT)], check=True, capture_output=True, timeout=600)
+    base = subprocess.run(["bash", str(BASE_IMAGE_SCRIPT)], capture_output=True, text=True, timeout=600, check=False)
+    assert base.returncode == 0, f"{BASE_IMAGE_SCRIPT.name} failed:\n{base.stderr[-3000:]}"
     podman("build", "--format", "docker", "--quiet", "-t", IMAGE, str(ROOT), timeout=900)
     return IMAGE
 
