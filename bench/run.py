@@ -1,6 +1,7 @@
 """perfledger benchmark: a measurement, not a test. Prints a table (and with --json one object).
 
     .venv/bin/python bench/run.py [--quick] [--json] [--repeats N] [--keep DIR]
+    .venv/bin/python bench/run.py --scale [--backends duckdb,postgresql] [--scale-size RUNS,STEPS,RESULTS]
 
 Inputs are built at run time from tests/fixtures/logs into a temp dir (bench/inputs.py) and deleted after.
 Every timing is the median of --repeats runs (default 3), with min and max; ratios are medians over medians,
@@ -18,6 +19,8 @@ measured in the same run on the same files:
       script on a second server of the same Streamlit, started with the same flags); target <= 2x; and the
       floor: a page drawing only Accelerators' chart and table, bare, timed the same way (no target);
   (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame.
+With --scale, only the scale benchmark (bench/scale.py): 10,000 runs, 100 M steps and 1 M results on DuckDB
+and on PostgreSQL, each page's table against its bare SQL, one run's page, the ingest of one more run.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import inputs
 from logs import bench_ingest, bench_mlperf_reader, byte_compile_sources, startup
 from measure import machine
 from report import headline, print_table
+from scale import FULL, QUICK, bench_scale, print_scale
 from store_pages import bench_browser, bench_csv, bench_pages, bench_views, build_store
 
 # ---------------------------------------------------------------------------------------------- main
@@ -52,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv")
     ap.add_argument("--formats", default="", help="comma list of formats to ingest (default: every one with inputs)")
+    ap.add_argument("--scale", action="store_true", help="only the scale benchmark (bench/scale.py), minutes")
+    ap.add_argument("--backends", default="duckdb,postgresql", help="--scale: comma list of duckdb,postgresql")
+    ap.add_argument("--scale-size", help="--scale: RUNS,STEPS,RESULTS (default 10000,100000000,1000000)")
     args = ap.parse_args(argv)
+    if args.scale:
+        return scale_main(args)
     skip = set(filter(None, args.skip.split(",")))
     q = args.quick
     sizes = {"megatron": [8 * 10**6] if q else [100 * 10**6, 1000 * 10**6],
@@ -112,6 +121,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2, default=str))
     else:
         print_table(report)
+    return 0
+
+
+def scale_main(args: argparse.Namespace) -> int:
+    size = tuple(int(v) for v in args.scale_size.split(",")) if args.scale_size else (QUICK if args.quick else FULL)
+    report: dict[str, Any] = {"mode": "scale", "machine": machine(), "repeats": args.repeats,
+                              "command": "python bench/run.py --scale"}
+    t_start = time.perf_counter()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="perfledger-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        report["scale"] = bench_scale(args.backends.split(","), size, work, args.repeats)  # type: ignore[arg-type]
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    report["total_s"] = time.perf_counter() - t_start
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        m = report["machine"]
+        print(f"perfledger scale bench (median of {args.repeats} [min-max] in the JSON), {m['cpu']}, "
+              f"{m['usable_cores']} cores, load {m['load_1min']:.1f}, duckdb {m['duckdb']}")
+        print_scale(report["scale"])
+        print(f"\ntotal {report['total_s']:.0f} s")
     return 0
 
 

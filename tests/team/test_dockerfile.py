@@ -1,4 +1,4 @@
-"""The image runs exactly the README's tested commands; no Docker engine here, so the text is what we check."""
+"""The image runs exactly the README's tested commands, read from the Dockerfile (test_docker.py runs the image)."""
 
 from __future__ import annotations
 
