@@ -1,14 +1,16 @@
 """Uploads are parsed and stored in a child process, never in the dashboard's: a log that takes the parser long
 or needs much memory stops its own process, and the server keeps answering every session.
 
-    python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle)
+    python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle,
+                                                                         and for a claims file FOLDER/claims.pickle)
     python -m ingest.worker save FOLDER --timeout-s N --memory-mb N      (FOLDER/prepared.pickle -> the store)
 
 The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child limits its own
 address space (RLIMIT_AS) and has the kernel end it shortly after the time limit even if nobody waits for it;
 the parent kills it at the time limit. A prepared run stays in FOLDER (its step files under FOLDER/steps) until
 the parent stores or drops it, so a preview and its "store" parse the log once. Each step writes
-FOLDER/result.json: {"ok": ...} or {"error": sentence} or {"memory": true}.
+FOLDER/result.json: {"ok": ...} or {"error": sentence} or {"memory": true}; FOLDER/loaded marks a child that
+got past loading its modules (a limit below what they need is said as such).
 """
 
 from __future__ import annotations
@@ -28,14 +30,19 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ingest import upload
 from ingest.streams import printable
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
+from perfledger.vocabulary import LogFormat
+
+if TYPE_CHECKING:
+    from perfledger.store.claims import ClaimsWrite
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
-FOLDER_PREFIX = "perfledger-upload-"  # + the server's PID: a later writer removes the folders of a server gone
+FOLDER_PREFIX = upload.FOLDER_PREFIX  # + the server's PID and session: ingest.upload names and sweeps the folders
 ALARM_GRACE_S = 5  # the child's own deadline, past the parent's: it ends an orphaned child, never a watched one
 POLL_S = 0.25
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
@@ -73,9 +80,21 @@ class Prepared:
 
     folder: Path
     run: PreparedRun
+    claims: ClaimsPreview | None = None  # a claims file: what storing it would do
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimsPreview:
+    """What storing a claims file would do, as `python -m ingest --dry-run` reads it (store.plan_run): its rows
+    added, updated, unchanged and refused (each "FILE:LINE: reason", and those refused while reading, by reason),
+    and the printed names it would leave unlinked."""
+
+    plan: ClaimsWrite
+    refusals: tuple[str, ...]
+    refused_reading: Mapping[str, int]
 
 
 class Job:
@@ -117,13 +136,23 @@ class Job:
         result = _read_json(self.folder / "result.json")
         if result.get("error"):
             raise _error(result)
-        if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
-            raise IngestStopped(f"the upload needed more than {self.limits.memory_mb} MB of memory to {verb} and was "
-                                "stopped; nothing was stored")
+        if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL,
+                                                            -signal.SIGBUS):
+            raise IngestStopped(self.memory_sentence(verb))
         if self.proc.returncode != 0 or "ok" not in result:
             raise IngestStopped(f"the upload's worker process failed to {verb} it (exit {self.proc.returncode}: "
                                 f"{_last_line(self.folder / 'stderr.log')}); nothing was stored")
         return result
+
+    def memory_sentence(self, verb: str) -> str:
+        """The memory limit, said as such: a native library that cannot allocate under the address-space limit
+        ends its process (SIGSEGV, SIGABRT) or fails to load (an ImportError, "failed to map segment"), which are
+        no faults of the log or of the store."""
+        mb = self.limits.memory_mb
+        if not (self.folder / "loaded").exists():
+            return (f"the upload's worker needs more than {mb} MB of memory to start, whatever the log; raise "
+                    "PERFLEDGER_INGEST_MEMORY_MB (about 1024 MB or more); nothing was stored")
+        return f"the log needs more than {mb} MB of memory to {verb}; raise PERFLEDGER_INGEST_MEMORY_MB; nothing was stored"
 
     def cancel(self) -> None:
         """Stop the child and remove its folder."""
@@ -140,13 +169,17 @@ class Job:
         self.proc.wait()
 
 
-def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, limits: Limits,
-                  overrides: Mapping[str, Any] | None = None) -> Job:
-    """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store).
-    `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision, seq_len),
-    names resolved against the store's catalog in the worker; a name not in it is kept as printed, warned."""
-    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
-    (folder / "upload").write_bytes(raw)
+def start_prepare(path: Path, file_name: str, db_url: str, limit: int | None, limits: Limits,
+                  overrides: Mapping[str, Any] | None = None, owner: str = "") -> Job:
+    """A worker that parses the file at `path` (left in place: linked, else copied, into the job's own folder,
+    named after `owner`, the browser session) into a prepared run kept on disk (its catalog rows read from the
+    store). `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision,
+    seq_len), names resolved against the store's catalog in the worker; a name not in it is kept as printed."""
+    folder = upload.upload_folder(owner)
+    try:
+        os.link(path, folder / "upload")
+    except OSError:
+        shutil.copyfile(path, folder / "upload")
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
     (folder / "request.json").write_text(json.dumps(request))
     return Job("prepare", folder, db_url, limits)
@@ -177,7 +210,16 @@ def prepared_from(job: Job) -> Prepared:
         shutil.rmtree(job.folder, ignore_errors=True)
         raise
     held = Prepared(job.folder, run)
-    return Prepared(job.folder, dataclasses.replace(run, release=held.close))
+    return Prepared(job.folder, dataclasses.replace(run, release=held.close), _claims_preview(job.folder))
+
+
+def _claims_preview(folder: Path) -> ClaimsPreview | None:
+    path = folder / "claims.pickle"
+    if not path.exists():
+        return None
+    with path.open("rb") as f:
+        preview: ClaimsPreview = pickle.load(f)  # written by our own child, as prepared.pickle
+    return preview
 
 
 def saved_from(job: Job) -> SaveResult:
@@ -230,7 +272,8 @@ def _prepare(folder: Path) -> dict[str, Any]:
     request = json.loads((folder / "request.json").read_text())
     tempfile.tempdir = str(folder)  # the step spool's folder sits here: moving the files out is a rename
     engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
-    given = hints_for(engine, **(request.get("overrides") or {}))
+    given = hints_for(engine, **(request.get("overrides") or {}))  # reads the store: its driver is loaded
+    (folder / "loaded").touch()
     with (folder / "upload").open("rb") as raw:
         prepared = pipeline.prepare(raw, request["file_name"], given, engine=engine, limit=request["limit"])
     with prepared:
@@ -242,7 +285,19 @@ def _prepare(folder: Path) -> dict[str, Any]:
                                   release=_kept_in_folder)
         with (folder / "prepared.pickle").open("wb") as f:
             pickle.dump(run, f)
+        if run.format is LogFormat.CLAIMS_CSV:
+            with (folder / "claims.pickle").open("wb") as f:
+                pickle.dump(_planned_claims(engine, run), f)
     return {"ok": {"rows": run.steps.rows}}
+
+
+def _planned_claims(engine: Any, run: PreparedRun) -> ClaimsPreview:
+    """What storing the claims file would do: the CLI's dry run (`python -m ingest --dry-run`), from the store."""
+    from perfledger import store
+
+    _, plan = store.plan_run(engine, run, importer="upload")
+    refused = (run.config.get("format_meta") or {}).get("refused") or {}
+    return ClaimsPreview(plan, store.claims_refusals(run, plan), dict(refused))
 
 
 def _kept_in_folder() -> None:
@@ -254,9 +309,11 @@ def _save(folder: Path) -> dict[str, Any]:
 
     with (folder / "prepared.pickle").open("rb") as f:
         run: PreparedRun = pickle.load(f)
+    engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
+    store.find_run(engine, run.content_sha256)  # reads the store: its driver is loaded
+    (folder / "loaded").touch()
     # A dashboard upload: the token that unlocked it is the configured one (stored as a short hash, never as is)
-    saved = store.save_run(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), run, importer="upload",
-                           token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
+    saved = store.save_run(engine, run, importer="upload", token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
 
 
