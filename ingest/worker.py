@@ -169,17 +169,21 @@ class Job:
         self.proc.wait()
 
 
-def start_prepare(path: Path, file_name: str, db_url: str, limit: int | None, limits: Limits,
+def start_prepare(source: Path | bytes, file_name: str, db_url: str, limit: int | None, limits: Limits,
                   overrides: Mapping[str, Any] | None = None, owner: str = "") -> Job:
-    """A worker that parses the file at `path` (left in place: linked, else copied, into the job's own folder,
-    named after `owner`, the browser session) into a prepared run kept on disk (its catalog rows read from the
-    store). `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision,
-    seq_len), names resolved against the store's catalog in the worker; a name not in it is kept as printed."""
+    """A worker that parses an upload into a prepared run kept on disk (its catalog rows read from the store).
+    `source`: the upload's path (left in place: linked, else copied, into the job's own folder, named after
+    `owner`, the browser session), or its bytes. `overrides`: the keyword arguments of ingest.hints.hints (model,
+    accelerator, devices, precision, seq_len), names resolved against the store's catalog in the worker; a name
+    not in it is kept as printed, warned."""
     folder = upload.upload_folder(owner)
-    try:
-        os.link(path, folder / "upload")
-    except OSError:
-        shutil.copyfile(path, folder / "upload")
+    if isinstance(source, bytes):
+        (folder / "upload").write_bytes(source)
+    else:
+        try:
+            os.link(source, folder / "upload")
+        except OSError:
+            shutil.copyfile(source, folder / "upload")
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
     (folder / "request.json").write_text(json.dumps(request))
     return Job("prepare", folder, db_url, limits)

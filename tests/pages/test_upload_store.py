@@ -82,8 +82,8 @@ def test_a_claims_file_previews_its_rows_to_add_and_its_unlinked_names_with_the_
     assert "claims file" in said and "0 steps" not in said and "log ·" not in said
     assert "Mystery X1000 accelerator" in said and "python -m perfledger catalog link" in said
     assert [r for r in at.dataframe[0].value["refused row"]] == [
-        "claims_unknown.csv:7: source 'nv_blog_nemo_h200_2023' is curated (loaded from data/sources.csv): an import "
-        "cannot add figures under it; give the row a source of its own"]
+        ("claims_unknown.csv:7: source 'nv_blog_nemo_h200_2023' is curated (loaded from data/sources.csv): an import "
+        "cannot add figures under it; give the row a source of its own")]
     before = store.counts(seeded_engine)["result"]
     at.button(key="ru_commit").click().run()
     assert not at.exception and not at.error

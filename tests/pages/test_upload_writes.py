@@ -59,8 +59,8 @@ def test_an_empty_token_is_a_configuration_error_said_at_start(
     at = open_page("runs")
     assert not at.exception and not at.get("file_uploader")
     assert [e.value.replace("\\", "") for e in at.error] == [
-        "PERFLEDGER_UPLOAD_TOKEN is set but empty: set a token, or unset the variable to serve without one "
-        "(then only a dashboard on 127.0.0.1 writes)"]
+        ("PERFLEDGER_UPLOAD_TOKEN is set but empty: set a token, or unset the variable to serve without one "
+        "(then only a dashboard on 127.0.0.1 writes)")]
 
 
 def test_a_fresh_session_meets_the_wait_a_wrong_token_of_another_session_set(
