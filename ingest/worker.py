@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
 FOLDER_PREFIX = upload.FOLDER_PREFIX  # + the server's PID and session: ingest.upload names and sweeps the folders
 ALARM_GRACE_S = 5  # the child's own deadline, past the parent's: it ends an orphaned child, never a watched one
-POLL_S = 0.25
+POLL_S = 0.05  # a small upload's worker ends in about a second: a coarser poll showed in every step
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
 # pools, a 200 KB log mapped 1.35 GB (2 cores); two arenas: 0.5 GB, the same resident memory.
 CHILD_ENV = {"MALLOC_ARENA_MAX": "2"}

@@ -292,9 +292,11 @@ def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -
         st.warning(_ui.plain(up.for_the_form(warning)))
 
 
+@st.fragment
 def upload_panel(page: Page[Any]) -> None:
     """Upload -> preview -> choices -> commit (or re-annotate); hidden when read-only, token-guarded when a token
-    is set, refused on a reachable server without one."""
+    is set, refused on a reachable server without one. A fragment: choosing a file, applying choices or typing the
+    token reruns this panel alone, not the whole page (its run list and charts); storing reruns the page."""
     cfg, db = _ui.settings(), _ui.engine()
     if cfg.read_only:
         return
@@ -365,7 +367,7 @@ def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spool
         st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
         if action == "Store this run":
             st.session_state[STORING] = digest
-        st.rerun()
+        st.rerun(scope="fragment")
     if action == "Store this run":
         store_panel(db, digest)
 
