@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, MutableMapping  # st.session_stat
 from typing import Any, BinaryIO
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -27,13 +28,14 @@ from ingest.hints import hints_for
 from ingest.names import HEAD_BYTES
 from perfledger import store
 from perfledger.errors import NoKnownNames, PerfledgerError, UnknownFormat
-from perfledger.records import PreparedRun, SaveResult, more_problems
+from perfledger.records import SaveResult
 from perfledger.settings import browser_upload_mb
 from perfledger.views import links
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
 from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
 from screens import _keymap, _ui
+from screens._preview import show_claims_preview, show_preview
 from screens._writes import token_unlocks_writing
 
 # Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
@@ -51,62 +53,6 @@ Tick = Callable[[float], None]  # called with the seconds a worker has been at i
 
 def _quiet(_: float) -> None:
     return None
-
-
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{unit}"
-
-
-def show_preview(pre: PreparedRun) -> None:
-    """Format, steps and the steady-state figures the run would be stored with; notes as one list."""
-    ss, cfg_ = pre.summary, pre.config
-    what = " · ".join(str(cfg_[k]) for k in ("model", "accelerator", "precision") if cfg_.get(k))
-    st.markdown(f"**{pre.format}** log · {pre.steps.rows:,} steps · {pre.skipped_lines:,} lines skipped"
-                + (f" · {_ui.plain(what)}" if what else ""))  # names as the log printed them: shown as text
-    m = st.columns(5)
-    m[0].metric("Steady tokens/s/device", _fmt(ss["tokens_per_s_per_device"], ",.0f"))
-    m[1].metric("Model TFLOP/s/device", _fmt(ss["model_tflops_per_device"], ",.1f"))
-    m[2].metric("MFU", _fmt(ss["mfu"], ".1%"))
-    m[3].metric("Median step time", _fmt(ss["step_time_s_median"], ".3f", " s"))
-    m[4].metric("Jitter (CV)", _fmt(ss["jitter_cv"], ".3f"))
-    if ss["first_step"] is not None:
-        st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
-                   f"{ss['stalls']} stalls excluded); {ss['rule_text']}"
-                   + (f" · step time: {ss['step_time_source']}" if ss.get("step_time_source") else ""))
-    if pre.warnings:  # written for the command line too: its flags read as the form's selectors
-        st.info("\n".join(f"- {_ui.plain(up.for_the_form(w))}" for w in pre.warnings), icon=":material/info:")
-    if pre.problems:
-        st.caption(_ui.plain(problems_caption(pre)))
-        st.dataframe({"line problem": list(pre.problems)}, hide_index=True, height=min(35 * len(pre.problems) + 38, 250))
-
-
-def problems_caption(pre: PreparedRun) -> str:
-    """How many line problems the table lists, and, where more were counted than listed, how many by kind."""
-    listed = f"{len(pre.problems):,} line problem{'s' if len(pre.problems) != 1 else ''} listed"
-    more = more_problems(pre.problems_left_out)
-    return f"{listed} {more}" if more else listed
-
-
-def show_claims_preview(pre: PreparedRun, claims: worker.ClaimsPreview | None) -> None:
-    """A claims file: how many rows it would add, update, leave unchanged and refuse, and the printed names it
-    would leave unlinked, each with the command that links it (what `python -m ingest FILE --dry-run` says)."""
-    st.markdown(f"**claims file** · {len(pre.results):,} claims read")
-    if claims is None:
-        return
-    plan = claims.plan
-    refused = len(plan.refused) + sum(claims.refused_reading.values())
-    m = st.columns(4)
-    for col, (label, n) in zip(m, (("To add", plan.added), ("To update", plan.updated),
-                                   ("Unchanged", plan.unchanged), ("Refused", refused)), strict=True):
-        col.metric(label, f"{n:,}")
-    rows = [*claims.refusals, *up.refused_reading(claims.refused_reading)]
-    if rows:
-        st.dataframe({"refused row": rows}, hide_index=True, height=min(35 * len(rows) + 38, 250))
-    for name in plan.unlinked:
-        st.warning(_ui.plain(name.warning()), icon=":material/link_off:")
-    if plan.unlinked:
-        st.caption("Unlinked rows are stored with the name as printed; the Sources page lists them, and "
-                   "`python -m perfledger catalog add FILE.csv` adds a missing model or accelerator.")
 
 
 def limits() -> worker.Limits:
@@ -367,9 +313,17 @@ def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spool
         st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
         if action == "Store this run":
             st.session_state[STORING] = digest
-        st.rerun(scope="fragment")
+        _rerun_panel()
     if action == "Store this run":
         store_panel(db, digest)
+
+
+def _rerun_panel() -> None:
+    """Rerun the upload panel alone where it runs as a fragment of its own (a rerun it started), else the page."""
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:  # a run of the whole page: the fragment scope is refused
+        st.rerun()
 
 
 def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choices | None:
