@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest import upload
+from ingest import spare, upload
 from ingest.streams import printable
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
@@ -108,10 +108,13 @@ class Job:
         self.started = time.monotonic()
         env = {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url}
         args = [what, str(folder), "--timeout-s", str(limits.timeout_s), "--memory-mb", str(limits.memory_mb)]
-        with (folder / "stderr.log").open("wb") as err:
-            self.proc = subprocess.Popen([*COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=err, env=env, start_new_session=True)
+        self.proc = spare.take(COMMAND, env, args, folder / "stderr.log") or self._started(env, args)
         self.timed_out = False
+
+    def _started(self, env: Mapping[str, str], args: Sequence[str]) -> subprocess.Popen[bytes]:
+        with (self.folder / "stderr.log").open("wb") as err:
+            return subprocess.Popen([*COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err, env=env, start_new_session=True)
 
     @property
     def elapsed(self) -> float:
@@ -187,6 +190,11 @@ def start_prepare(source: Path | bytes, file_name: str, db_url: str, limit: int 
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
     (folder / "request.json").write_text(json.dumps(request))
     return Job("prepare", folder, db_url, limits)
+
+
+def prime(db_url: str) -> None:
+    """Have a worker with its modules loaded wait for the next job on this store (ingest.spare)."""
+    spare.prime(COMMAND, {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url})
 
 
 def start_save(prepared: Prepared, db_url: str, limits: Limits) -> Job:
@@ -321,7 +329,37 @@ def _save(folder: Path) -> dict[str, Any]:
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
 
 
+def _served() -> list[str] | None:
+    """A spare's job (ingest.spare): its modules loaded first, then the job's arguments read from stdin, and its
+    stderr sent to the job's folder; None when the parent ended first."""
+    from ingest import pipeline  # noqa: F401  # loaded before the job arrives: that is the spare's point
+    from perfledger import store  # noqa: F401
+
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    job = json.loads(line)
+    err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    return list(job["args"])
+
+
+def _address_space_mb() -> int:
+    """This process's mapped address space (VmSize), which RLIMIT_AS caps; 0 where /proc does not say."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+        return int(fields["VmSize"].split()[0]) // 1024
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [spare.SERVE]:
+        served = _served()
+        if served is None:
+            return 0
+        argv = served
     p = argparse.ArgumentParser(prog="python -m ingest.worker")
     p.add_argument("what", choices=("prepare", "save"))
     p.add_argument("folder", type=Path)
@@ -331,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _limit_self(Limits(args.timeout_s, args.memory_mb))
     result: dict[str, Any]
     try:
+        if _address_space_mb() > args.memory_mb:  # a spare loaded past the limit: it could not have started
+            raise MemoryError
         result = (_prepare if args.what == "prepare" else _save)(args.folder)
     except (MemoryError, ImportError, OSError) as exc:
         if not out_of_memory(exc):

@@ -254,6 +254,7 @@ def upload_panel(page: Page[Any]) -> None:
                              "decompressed)", key=_ui.key(page, "file"),
                              max_upload_size=browser_upload_mb(cfg.max_upload_mb))
         sweep_abandoned()
+        worker.prime(_db_url(db))  # the next step's worker waits with its modules loaded
         if f is None:
             drop_upload(st.session_state)
             st.session_state.pop(STORED, None)
