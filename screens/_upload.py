@@ -45,7 +45,7 @@ WORKING = "upload_working"  # (content SHA-256 + the choices, the worker.Job pre
 STATED = "upload_stated"  # (content SHA-256, the up.Choices its log states)
 CHOSEN = "upload_chosen"  # (content SHA-256, the up.Choices the preview was prepared with)
 STORING = "upload_storing"  # content SHA-256 of a run to store once prepared with the choices just submitted
-STORED = "upload_stored"  # (content SHA-256, the run they were stored as from this session)
+STORED = "upload_stored"  # (content SHA-256, the run they were stored as from this session, "run" or "import")
 SWEEP_EVERY_S = 30.0
 MAPPED = frozenset({"metrics", "key_value", "wandb_history", "composer"})  # formats read through the key vocabulary
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
@@ -272,7 +272,8 @@ def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spool
     digest = spooled.content_sha256
     stored = st.session_state.get(STORED)
     if stored is not None and stored[0] == digest:  # just stored: the file stays in the box, unparsed
-        st.success(f"Stored as run {stored[1]}: [open it]({links.run(stored[1]).href}).", icon=":material/check:")
+        st.success(f"Stored as {stored[2]} {stored[1]}: [open it]({links.run(stored[1]).href}).",
+                   icon=":material/check:")
         restate_panel(page, db, stored[1], digest)
         return
     existing = store.find_run(db, digest)  # bytes stored before: recognised from their hash, never parsed
@@ -295,7 +296,7 @@ def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spool
     if pre.format in IMPORTS:  # published figures, each row with its own model and accelerator
         show_claims_preview(pre, prepared.claims)
         if st.button("Store these claims", type="primary", key=_ui.key(page, "commit")):
-            store_panel(db, digest)
+            store_panel(db, digest, "import")
         return
     if _held_for(st.session_state, STATED, digest) is None:
         st.session_state[STATED] = (digest, up.stated(pre.config))  # the first parse: nothing chosen yet
@@ -332,7 +333,7 @@ def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choi
     return held[1] if held is not None and held[0] == digest else None
 
 
-def store_panel(db: store.Engine, digest: str) -> None:
+def store_panel(db: store.Engine, digest: str, stored_as: str = "run") -> None:
     """Store the previewed run and open it; the upload box then confirms it, with its link, and offers to
     re-annotate it (nothing parsed)."""
     tick, done = _progress("Storing the run")
@@ -341,6 +342,6 @@ def store_panel(db: store.Engine, digest: str) -> None:
     except PerfledgerError as exc:
         done()
         _ui.render_error(exc)
-    st.session_state[STORED] = (digest, saved.run_id)
+    st.session_state[STORED] = (digest, saved.run_id, stored_as)
     st.query_params.from_dict({"run": str(saved.run_id)})
     st.rerun()

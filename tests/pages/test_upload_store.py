@@ -88,3 +88,5 @@ def test_a_claims_file_previews_its_rows_to_add_and_its_unlinked_names_with_the_
     at.button(key="ru_commit").click().run()
     assert not at.exception and not at.error
     assert store.counts(seeded_engine)["result"] == before + 5
+    run_id = _run_id(at)
+    assert [s.value for s in at.success] == [f"Stored as import {run_id}: [open it](/runs?run={run_id})."]
