@@ -11,6 +11,7 @@ import streamlit as st
 from perfledger import store
 from perfledger.views import registry
 from screens._ui import settings, store_boundary
+from screens._writes import follow_upload_limit, writes_refused
 
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
 st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
@@ -29,6 +30,10 @@ with st.sidebar:
     st.text(store.mask_url(settings().db_url))  # st.code loads a syntax highlighter: 0.7 s of every first paint
     if settings().read_only:
         st.badge("read-only", icon=":material/lock:", color="orange")
+    elif refused := writes_refused():  # reachable from other machines, no upload token: the browser writes nothing
+        st.badge("read-only in the browser", icon=":material/lock:", color="orange")
+        st.caption(refused)
+    follow_upload_limit()  # Streamlit's upload limit follows PERFLEDGER_MAX_UPLOAD_MB
     st.caption("Every derived figure is recomputed by `perfledger.calc`; each table downloads as CSV.")
 
 # The page's reads share one connection, and the file is free again after it; any store fault is one sentence.

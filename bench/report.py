@@ -8,7 +8,7 @@ from store_pages import FLOOR
 
 TARGETS = {"ingest_vs_wc_ratio": 0.03, "ingest_vs_regex_loop_ratio": 2.0, "parser_vs_regex_loop_min": 2.0,
            "ingest_peak_rss_mb": 300.0, "mlperf_vs_reference_ratio": 3.0, "view_vs_sql_ratio_max": 2.0,
-           "browser_vs_blank_ratio_max": 2.0}
+           "browser_vs_blank_ratio_max": 2.0, "upload_preview_extra_s": 2.0}
 AT_LEAST = {"ingest_vs_wc_ratio", "ingest_vs_regex_loop_ratio", "parser_vs_regex_loop_min", "mlperf_vs_reference_ratio"}
 
 
@@ -41,6 +41,8 @@ def headline(r: dict[str, Any]) -> dict[str, Any]:
         h |= {"browser_vs_blank_ratio_max": round(pages_[worst]["ratio"], 2), "browser_slowest_page": worst}
         if FLOOR in r["browser"]:
             h["browser_floor_ratio"] = round(r["browser"][FLOOR]["ratio"], 2)
+    if "preview_extra_s" in r.get("upload", {}):
+        h["upload_preview_extra_s"] = round(r["upload"]["preview_extra_s"], 2)
     if "csv" in r:
         h["csv_export_vs_polars_ratio"] = round(r["csv"]["ratio"], 2)
     if "ours_vs_reference" in r.get("mlperf_reader", {}):
@@ -114,6 +116,15 @@ def print_table(r: dict[str, Any]) -> None:
         c = r["csv"]
         print(f"\nCSV export, {c['rows']:,} rows: views.render {fmt_t(c['ours_s'])}, polars write_csv "
               f"{fmt_t(c['polars_s'])}, ratio {c['ratio']:.2f} (same bytes: {c['same_bytes']})")
+    if "upload" in r:
+        u = r["upload"]
+        if "error" in u:
+            print(f"\nupload in Chromium: skipped ({u['error']})")
+        else:
+            print(f"\nupload of a {u['log_mb']:.1f} MB Megatron log on the Runs page in Chromium vs `python -m ingest "
+                  f"--dry-run` ({fmt_t(u['cli_dry_run_s'])}): preview {fmt_t(u['preview_s'])} "
+                  f"({u['preview_extra_s']:+.2f} s, target <= +{u['target_extra_s']:g} s), apply {fmt_t(u['apply_s'])}, "
+                  f"store {fmt_t(u['store_s'])}")
     h = r["headline"]
     print("\nheadline: " + ", ".join(f"{k}={v}" for k, v in h.items() if k != "meets"))
     if r["mode"] == "quick":

@@ -18,7 +18,10 @@ measured in the same run on the same files:
       page is drawn and the network quiet, as a ratio to an empty Streamlit page served the same way (an empty
       script on a second server of the same Streamlit, started with the same flags); target <= 2x; and the
       floor: a page drawing only Accelerators' chart and table, bare, timed the same way (no target);
-  (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame.
+  (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame;
+  (7) the browser's upload path (bench/upload.py; not in --quick: a server, Chromium and a worker per step):
+      a 1 MB Megatron log previewed, re-applied and stored on the Runs page in Chromium vs `python -m ingest
+      FILE --dry-run` in the same run; target: the preview at most 2 s slower.
 With --scale, only the scale benchmark (bench/scale.py): 10,000 runs, 100 M steps and 1 M results on DuckDB
 and on PostgreSQL, each page's table against its bare SQL, one run's page, the ingest of one more run.
 """
@@ -44,6 +47,7 @@ from measure import machine
 from report import headline, print_table
 from scale import FULL, QUICK, bench_scale, print_scale
 from store_pages import bench_browser, bench_csv, bench_pages, bench_views, build_store
+from upload import bench_upload
 
 # ---------------------------------------------------------------------------------------------- main
 
@@ -54,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv,upload")
     ap.add_argument("--formats", default="", help="comma list of formats to ingest (default: every one with inputs)")
     ap.add_argument("--scale", action="store_true", help="only the scale benchmark (bench/scale.py), minutes")
     ap.add_argument("--backends", default="duckdb,postgresql", help="--scale: comma list of duckdb,postgresql")
@@ -112,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["browser"] = bench_browser(url, work, 1 if q else args.repeats, warm=not q)
             if "csv" not in skip:
                 report["csv"] = bench_csv(url, csv_rows, args.repeats)
+        if "upload" not in skip and not q:
+            report["upload"] = bench_upload(work, args.repeats)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

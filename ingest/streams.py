@@ -27,6 +27,11 @@ U = TypeVar("U")
 V = TypeVar("V")
 
 
+def too_large(limit: int) -> str:
+    """The size limit's sentence, in the unit PERFLEDGER_MAX_UPLOAD_MB counts (MiB)."""
+    return f"larger than the {limit / 2**20:g} MiB limit once decompressed; nothing was stored"
+
+
 class Limited(io.RawIOBase):
     """Reads through to `inner`, hashing what passes and refusing more than `limit` bytes."""
 
@@ -46,8 +51,7 @@ class Limited(io.RawIOBase):
             return 0
         self.count += n
         if self.limit is not None and self.count > self.limit:
-            raise FileTooLarge(self.file_name, None,
-                               f"larger than the {self.limit // 2**20} MB limit once decompressed; nothing was stored")
+            raise FileTooLarge(self.file_name, None, too_large(self.limit))
         self.sha.update(memoryview(buffer)[:n])
         return int(n)
 

@@ -1,14 +1,16 @@
 """Uploads are parsed and stored in a child process, never in the dashboard's: a log that takes the parser long
 or needs much memory stops its own process, and the server keeps answering every session.
 
-    python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle)
+    python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle,
+                                                                         and for a claims file FOLDER/claims.pickle)
     python -m ingest.worker save FOLDER --timeout-s N --memory-mb N      (FOLDER/prepared.pickle -> the store)
 
 The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child limits its own
 address space (RLIMIT_AS) and has the kernel end it shortly after the time limit even if nobody waits for it;
 the parent kills it at the time limit. A prepared run stays in FOLDER (its step files under FOLDER/steps) until
 the parent stores or drops it, so a preview and its "store" parse the log once. Each step writes
-FOLDER/result.json: {"ok": ...} or {"error": sentence} or {"memory": true}.
+FOLDER/result.json: {"ok": ...} or {"error": sentence} or {"memory": true}; FOLDER/loaded marks a child that
+got past loading its modules (a limit below what they need is said as such).
 """
 
 from __future__ import annotations
@@ -28,17 +30,22 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ingest import spare, upload
 from ingest.streams import printable
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
 from perfledger.store.leftovers import spooling
+from perfledger.vocabulary import LogFormat
+
+if TYPE_CHECKING:
+    from perfledger.store.claims import ClaimsWrite
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
-FOLDER_PREFIX = "perfledger-upload-"  # + the server's PID: a later writer removes the folders of a server gone
+FOLDER_PREFIX = upload.FOLDER_PREFIX  # + the server's PID and session: ingest.upload names and sweeps the folders
 ALARM_GRACE_S = 5  # the child's own deadline, past the parent's: it ends an orphaned child, never a watched one
-POLL_S = 0.25
+POLL_S = 0.05  # a small upload's worker ends in about a second: a coarser poll showed in every step
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
 # pools, a 200 KB log mapped 1.35 GB (2 cores); two arenas: 0.5 GB, the same resident memory.
 CHILD_ENV = {"MALLOC_ARENA_MAX": "2"}
@@ -74,9 +81,21 @@ class Prepared:
 
     folder: Path
     run: PreparedRun
+    claims: ClaimsPreview | None = None  # a claims file: what storing it would do
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimsPreview:
+    """What storing a claims file would do, as `python -m ingest --dry-run` reads it (store.plan_run): its rows
+    added, updated, unchanged and refused (each "FILE:LINE: reason", and those refused while reading, by reason),
+    and the printed names it would leave unlinked."""
+
+    plan: ClaimsWrite
+    refusals: tuple[str, ...]
+    refused_reading: Mapping[str, int]
 
 
 class Job:
@@ -90,10 +109,13 @@ class Job:
         self.started = time.monotonic()
         env = {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url}
         args = [what, str(folder), "--timeout-s", str(limits.timeout_s), "--memory-mb", str(limits.memory_mb)]
-        with (folder / "stderr.log").open("wb") as err:
-            self.proc = subprocess.Popen([*COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=err, env=env, start_new_session=True)
+        self.proc = spare.take(COMMAND, env, args, folder / "stderr.log") or self._started(env, args)
         self.timed_out = False
+
+    def _started(self, env: Mapping[str, str], args: Sequence[str]) -> subprocess.Popen[bytes]:
+        with (self.folder / "stderr.log").open("wb") as err:
+            return subprocess.Popen([*COMMAND, *args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=err, env=env, start_new_session=True)
 
     @property
     def elapsed(self) -> float:
@@ -118,13 +140,23 @@ class Job:
         result = _read_json(self.folder / "result.json")
         if result.get("error"):
             raise _error(result)
-        if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
-            raise IngestStopped(f"the upload needed more than {self.limits.memory_mb} MB of memory to {verb} and was "
-                                "stopped; nothing was stored")
+        if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL,
+                                                            -signal.SIGBUS):
+            raise IngestStopped(self.memory_sentence(verb))
         if self.proc.returncode != 0 or "ok" not in result:
             raise IngestStopped(f"the upload's worker process failed to {verb} it (exit {self.proc.returncode}: "
                                 f"{_last_line(self.folder / 'stderr.log')}); nothing was stored")
         return result
+
+    def memory_sentence(self, verb: str) -> str:
+        """The memory limit, said as such: a native library that cannot allocate under the address-space limit
+        ends its process (SIGSEGV, SIGABRT) or fails to load (an ImportError, "failed to map segment"), which are
+        no faults of the log or of the store."""
+        mb = self.limits.memory_mb
+        if not (self.folder / "loaded").exists():
+            return (f"the upload's worker needs more than {mb} MB of memory to start, whatever the log; raise "
+                    "PERFLEDGER_INGEST_MEMORY_MB (about 1024 MB or more); nothing was stored")
+        return f"the log needs more than {mb} MB of memory to {verb}; raise PERFLEDGER_INGEST_MEMORY_MB; nothing was stored"
 
     def cancel(self) -> None:
         """Stop the child and remove its folder."""
@@ -141,21 +173,22 @@ class Job:
         self.proc.wait()
 
 
-def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, limits: Limits,
-                  overrides: Mapping[str, Any] | None = None) -> Job:
-    """A worker that parses `raw` into a prepared run kept on disk (its catalog rows read from the store).
-    `overrides`: the keyword arguments of ingest.hints.hints (model, accelerator, devices, precision, seq_len),
-    names resolved against the store's catalog in the worker; a name not in it is kept as printed, warned."""
+def start_prepare(source: Path | bytes, file_name: str, db_url: str, limit: int | None, limits: Limits,
+                  overrides: Mapping[str, Any] | None = None, owner: str = "") -> Job:
+    """A worker that parses an upload into a prepared run kept on disk (its catalog rows read from the store).
+    `source`: the upload's path (left in place: linked, else copied, into the job's own folder, named after
+    `owner`, the browser session), or its bytes. `overrides`: the keyword arguments of ingest.hints.hints (model,
+    accelerator, devices, precision, seq_len), names resolved against the store's catalog in the worker; a name
+    not in it is kept as printed, warned."""
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
-    with spooling(Path(tempfile.gettempdir())):
-        folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
-        try:
-            (folder / "upload").write_bytes(raw)
-            (folder / "request.json").write_text(json.dumps(request))
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
+    with spooling(Path(tempfile.gettempdir())):  # a full disk under the job's folder is said as such
+        folder = upload.job_folder(source, owner, {"request.json": json.dumps(request)})
     return Job("prepare", folder, db_url, limits)
+
+
+def prime(db_url: str) -> None:
+    """Have a worker with its modules loaded wait for the next job on this store (ingest.spare)."""
+    spare.prime(COMMAND, {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url})
 
 
 def start_save(prepared: Prepared, db_url: str, limits: Limits) -> Job:
@@ -183,7 +216,16 @@ def prepared_from(job: Job) -> Prepared:
         shutil.rmtree(job.folder, ignore_errors=True)
         raise
     held = Prepared(job.folder, run)
-    return Prepared(job.folder, dataclasses.replace(run, release=held.close))
+    return Prepared(job.folder, dataclasses.replace(run, release=held.close), _claims_preview(job.folder))
+
+
+def _claims_preview(folder: Path) -> ClaimsPreview | None:
+    path = folder / "claims.pickle"
+    if not path.exists():
+        return None
+    with path.open("rb") as f:
+        preview: ClaimsPreview = pickle.load(f)  # written by our own child, as prepared.pickle
+    return preview
 
 
 def saved_from(job: Job) -> SaveResult:
@@ -236,7 +278,8 @@ def _prepare(folder: Path) -> dict[str, Any]:
     request = json.loads((folder / "request.json").read_text())
     tempfile.tempdir = str(folder)  # the step spool's folder sits here: moving the files out is a rename
     engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
-    given = hints_for(engine, **(request.get("overrides") or {}))
+    given = hints_for(engine, **(request.get("overrides") or {}))  # reads the store: its driver is loaded
+    (folder / "loaded").touch()
     with (folder / "upload").open("rb") as raw:
         prepared = pipeline.prepare(raw, request["file_name"], given, engine=engine, limit=request["limit"])
     with prepared:
@@ -248,7 +291,19 @@ def _prepare(folder: Path) -> dict[str, Any]:
                                   release=_kept_in_folder)
         with (folder / "prepared.pickle").open("wb") as f:
             pickle.dump(run, f)
+        if run.format is LogFormat.CLAIMS_CSV:
+            with (folder / "claims.pickle").open("wb") as f:
+                pickle.dump(_planned_claims(engine, run), f)
     return {"ok": {"rows": run.steps.rows}}
+
+
+def _planned_claims(engine: Any, run: PreparedRun) -> ClaimsPreview:
+    """What storing the claims file would do: the CLI's dry run (`python -m ingest --dry-run`), from the store."""
+    from perfledger import store
+
+    _, plan = store.plan_run(engine, run, importer="upload")
+    refused = (run.config.get("format_meta") or {}).get("refused") or {}
+    return ClaimsPreview(plan, store.claims_refusals(run, plan), dict(refused))
 
 
 def _kept_in_folder() -> None:
@@ -260,13 +315,45 @@ def _save(folder: Path) -> dict[str, Any]:
 
     with (folder / "prepared.pickle").open("rb") as f:
         run: PreparedRun = pickle.load(f)
+    engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
+    store.find_run(engine, run.content_sha256)  # reads the store: its driver is loaded
+    (folder / "loaded").touch()
     # A dashboard upload: the token that unlocked it is the configured one (stored as a short hash, never as is)
-    saved = store.save_run(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), run, importer="upload",
-                           token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
+    saved = store.save_run(engine, run, importer="upload", token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
 
 
+def _served() -> list[str] | None:
+    """A spare's job (ingest.spare): its modules loaded first, then the job's arguments read from stdin, and its
+    stderr sent to the job's folder; None when the parent ended first."""
+    from ingest import pipeline  # noqa: F401  # loaded before the job arrives: that is the spare's point
+    from perfledger import store  # noqa: F401
+
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    job = json.loads(line)
+    err = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(err, 2)
+    return list(job["args"])
+
+
+def _address_space_mb() -> int:
+    """This process's mapped address space (VmSize), which RLIMIT_AS caps; 0 where /proc does not say."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+        return int(fields["VmSize"].split()[0]) // 1024
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [spare.SERVE]:
+        served = _served()
+        if served is None:
+            return 0
+        argv = served
     p = argparse.ArgumentParser(prog="python -m ingest.worker")
     p.add_argument("what", choices=("prepare", "save"))
     p.add_argument("folder", type=Path)
@@ -276,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _limit_self(Limits(args.timeout_s, args.memory_mb))
     result: dict[str, Any]
     try:
+        if _address_space_mb() > args.memory_mb:  # a spare loaded past the limit: it could not have started
+            raise MemoryError
         if args.what == "prepare":
             with spooling(args.folder.parent):  # a full disk under the upload's folder is said, not a traceback
                 result = _prepare(args.folder)

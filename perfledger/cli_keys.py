@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
     add = actions.add_parser("add", help="add a key spelling (KEY COLUMN [UNIT]) or the rows of a CSV file")
     add.add_argument("key", help="the name as logged (`*` matches any text), or a CSV file of rows")
     add.add_argument("column", nargs="?", help=f"one of: {', '.join(COLUMNS)}")
-    add.add_argument("unit", nargs="?", default="", help=f"one of: {', '.join(repr(u) for u in UNITS)}")
+    add.add_argument("unit", nargs="?", default="", help="one of: " + ", ".join(repr(u) for u in UNITS).replace("%", "%%"))  # argparse formats help with %
     add.add_argument("--framework", default="*", help="the framework that logs it (default: *, any)")
     add.add_argument("--requires", default="", help="another key that must be in the same file")
     add.add_argument("--identifies", action="store_true", help="only this framework logs the key")

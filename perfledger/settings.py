@@ -6,6 +6,7 @@ A value that does not fit its setting's type is an InvalidSetting naming the var
 from __future__ import annotations
 
 import hmac
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +34,10 @@ class Setting(NamedTuple):
 SETTINGS = (
     Setting("db_url", DEFAULT_DB_URL, "SQLAlchemy URL of the store (DuckDB file by default, or postgresql+psycopg://...)"),
     Setting("read_only", False, "1 hides upload and delete and makes the store refuse writes (for a public link)"),
-    Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token"),
-    Setting("max_upload_mb", 200, "largest log accepted (upload and `python -m ingest`), measured after gunzip"),
+    Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token; unset, "
+            "only a dashboard listening on this machine alone (127.0.0.1, the default) writes; empty is an error"),
+    Setting("max_upload_mb", 200, "largest log accepted (upload and `python -m ingest`), in MiB (2^20 bytes), "
+            "measured after gunzip"),
     Setting("ingest_timeout_s", 300, "an upload's parse (and then its store) is stopped after this many seconds"),
     Setting("ingest_memory_mb", 2048, "address space an upload's worker process may map before it is stopped"),
     Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
@@ -57,6 +60,18 @@ class Settings:
     native: bool
     cache_dir: Path
 
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * MIB
+
+    def browser_writes_refused(self, bind_address: str | None) -> str | None:
+        """Why the dashboard must not write for a browser (upload, annotate, delete), or None when it may: a server
+        that other machines can reach (any address but loopback; unset = every interface) needs an upload token."""
+        if self.read_only or self.upload_token or is_loopback(bind_address):
+            return None
+        return ("Writing from the browser is off: this dashboard listens on every address and has no upload token. "
+                "Set PERFLEDGER_UPLOAD_TOKEN, or serve on this machine alone (--server.address 127.0.0.1).")
+
     def may_write_with(self, token: str) -> bool:
         """Whether `token` unlocks writing from the dashboard: always without a configured token, else a
         constant-time comparison of the UTF-8 bytes (hmac refuses non-ASCII str, and timing must not leak)."""
@@ -71,7 +86,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         db_url=str(values["db_url"]),
         read_only=bool(values["read_only"]),
-        upload_token=values["upload_token"] or None,  # type: ignore[arg-type]
+        upload_token=_token(env.get("PERFLEDGER_UPLOAD_TOKEN")),
         max_upload_mb=int(values["max_upload_mb"]),  # type: ignore[arg-type]
         ingest_timeout_s=int(values["ingest_timeout_s"]),  # type: ignore[arg-type]
         ingest_memory_mb=int(values["ingest_memory_mb"]),  # type: ignore[arg-type]
@@ -80,6 +95,32 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         native=bool(values["native"]),
         cache_dir=Path(str(values["cache_dir"])),
     )
+
+
+MIB = 2**20
+LOOPBACK = ("127.", "::1", "localhost")
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server bound to `address` is reachable from this machine only (None or "" = every address)."""
+    text = (address or "").strip().strip("[]").lower()
+    return bool(text) and (text.startswith(LOOPBACK[0]) or text in LOOPBACK[1:])
+
+
+def browser_upload_mb(max_upload_mb: int) -> int:
+    """The upload widget's and Streamlit server's size limit (whole MB) that lets every file of `max_upload_mb` MiB
+    through: the browser counts decimal MB (10^6 bytes; 2^20 on Windows), the server 2^20; the MiB limit itself
+    is then checked by the ingest path, with its own sentence."""
+    return math.ceil(max_upload_mb * MIB / 10**6)
+
+
+def _token(raw: str | None) -> str | None:
+    """The upload token: None when unset; set but empty (`-e PERFLEDGER_UPLOAD_TOKEN=` of an unset shell variable)
+    is a mistake, never "no token"."""
+    if raw is not None and not raw.strip():
+        raise InvalidSetting("PERFLEDGER_UPLOAD_TOKEN is set but empty: set a token, or unset the variable to serve "
+                             "without one (then only a dashboard on 127.0.0.1 writes)")
+    return raw
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -10,7 +10,7 @@ from perfledger import store
 from perfledger.errors import PerfledgerError
 from perfledger.views.registry import Page
 from screens import _ui
-from screens._upload import token_unlocks_writing
+from screens._writes import token_unlocks_writing
 
 
 def delete_panel(page: Page[Any], run_id: int) -> None:

@@ -1,80 +1,58 @@
-"""The write panels of the Runs page: upload -> preview (-> the form's choices) -> store, and the token guard
-they share.
+"""The Runs page's upload panel: upload -> spooled to disk -> (already stored?) -> preview (-> the form's choices)
+-> store.
 
-An upload is parsed once per set of choices: the prepared run is kept in the session (under the SHA-256 of the
-uploaded bytes and the choices it was prepared with), so the reruns Streamlit makes (the click on "Store this run"
-among them) show it and store it without parsing again. The form below the preview (model, accelerator, devices,
-precision, seq len) starts from what the log states; choices that differ travel to the worker as hints. For bytes
-already stored, the form re-annotates the stored run instead (ingest.pipeline.restate: nothing parsed).
+The uploaded file is copied to a folder on disk in chunks once (ingest.upload) and its content hash read there:
+bytes already stored are recognised before any parse, and the worker process reads the file from its path. An
+upload is parsed once per set of choices: the prepared run is kept in the session (under the content hash and the
+choices it was prepared with), so the reruns Streamlit makes show it and store it without parsing again. The form
+below the preview (model, accelerator, devices, precision, seq len) starts from what the log states; "Store this
+run" submits the form, so what is stored is what the form shows (choices not yet applied are applied first). For
+bytes already stored, the form re-annotates the stored run instead (ingest.pipeline.restate: nothing parsed).
+Folders of sessions that ended are removed on the next upload panel drawn.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import time
 from collections.abc import Callable, Mapping, MutableMapping  # st.session_state is one, keyed by str or int
-from typing import Any
+from typing import Any, BinaryIO
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ingest import pipeline, worker
+from ingest import pipeline, upload, worker
 from ingest.hints import hints_for
+from ingest.names import HEAD_BYTES
 from perfledger import store
 from perfledger.errors import NoKnownNames, PerfledgerError, UnknownFormat
-from perfledger.records import PreparedRun, SaveResult, more_problems
+from perfledger.records import SaveResult
+from perfledger.settings import browser_upload_mb
+from perfledger.views import links
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
 from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
 from screens import _keymap, _ui
+from screens._preview import show_claims_preview, show_preview
+from screens._writes import token_unlocks_writing
 
 # Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
-HELD = "upload_prepared"  # (SHA-256 of the uploaded bytes + the choices, its worker.Prepared)
-WORKING = "upload_working"  # (SHA-256 of the uploaded bytes + the choices, the worker.Job preparing it)
-STATED = "upload_stated"  # (SHA-256 of the uploaded bytes, the up.Choices its log states)
-CHOSEN = "upload_chosen"  # (SHA-256 of the uploaded bytes, the up.Choices the preview was prepared with)
-STORED = "upload_stored"  # (SHA-256 of the uploaded bytes, the run they were stored as from this session)
+SPOOLED = "upload_spooled"  # (the uploader's file id, the ingest.upload.Spooled copy of it on disk)
+HELD = "upload_prepared"  # (content SHA-256 + the choices, its worker.Prepared)
+WORKING = "upload_working"  # (content SHA-256 + the choices, the worker.Job preparing it)
+STATED = "upload_stated"  # (content SHA-256, the up.Choices its log states)
+CHOSEN = "upload_chosen"  # (content SHA-256, the up.Choices the preview was prepared with)
+STORING = "upload_storing"  # content SHA-256 of a run to store once prepared with the choices just submitted
+STORED = "upload_stored"  # (content SHA-256, the run they were stored as from this session, "run" or "import")
+SWEEP_EVERY_S = 30.0
 MAPPED = frozenset({"metrics", "key_value", "wandb_history", "composer"})  # formats read through the key vocabulary
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
 
 
 def _quiet(_: float) -> None:
     return None
-
-
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{unit}"
-
-
-def show_preview(pre: PreparedRun) -> None:
-    """Format, steps and the steady-state figures the run would be stored with; notes as one list."""
-    ss, cfg_ = pre.summary, pre.config
-    what = " · ".join(str(cfg_[k]) for k in ("model", "accelerator", "precision") if cfg_.get(k))
-    st.markdown(f"**{pre.format}** log · {pre.steps.rows:,} steps · {pre.skipped_lines:,} lines skipped"
-                + (f" · {_ui.plain(what)}" if what else ""))  # names as the log printed them: shown as text
-    m = st.columns(5)
-    m[0].metric("Steady tokens/s/device", _fmt(ss["tokens_per_s_per_device"], ",.0f"))
-    m[1].metric("Model TFLOP/s/device", _fmt(ss["model_tflops_per_device"], ",.1f"))
-    m[2].metric("MFU", _fmt(ss["mfu"], ".1%"))
-    m[3].metric("Median step time", _fmt(ss["step_time_s_median"], ".3f", " s"))
-    m[4].metric("Jitter (CV)", _fmt(ss["jitter_cv"], ".3f"))
-    if ss["first_step"] is not None:
-        st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
-                   f"{ss['stalls']} stalls excluded); {ss['rule_text']}"
-                   + (f" · step time: {ss['step_time_source']}" if ss.get("step_time_source") else ""))
-    if pre.warnings:  # written for the command line too: its flags read as the form's selectors
-        st.info("\n".join(f"- {_ui.plain(up.for_the_form(w))}" for w in pre.warnings), icon=":material/info:")
-    if pre.problems:
-        st.caption(_ui.plain(problems_caption(pre)))
-        st.dataframe({"line problem": list(pre.problems)}, hide_index=True, height=min(35 * len(pre.problems) + 38, 250))
-
-
-def problems_caption(pre: PreparedRun) -> str:
-    """How many line problems the table lists, and, where more were counted than listed, how many by kind."""
-    listed = f"{len(pre.problems):,} line problem{'s' if len(pre.problems) != 1 else ''} listed"
-    more = more_problems(pre.problems_left_out)
-    return f"{listed} {more}" if more else listed
 
 
 def limits() -> worker.Limits:
@@ -86,21 +64,67 @@ def _db_url(engine: store.Engine) -> str:
     return engine.url.render_as_string(hide_password=False)
 
 
-def prepared_upload(state: MutableMapping[Any, Any], raw: bytes, file_name: str, engine: store.Engine,
-                    limit: int, tick: Tick = _quiet, overrides: Mapping[str, Any] | None = None) -> PreparedRun:
+def session_id() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else ""
+
+
+def session_alive(sid: str) -> bool:
+    """Whether a browser session still runs, or may resume (Streamlit keeps a disconnected one a while)."""
+    if not Runtime.exists():
+        return True
+    runtime = Runtime.instance()
+    sessions = getattr(runtime, "_session_mgr", None)  # active and resumable sessions; no public call lists both
+    return runtime.is_active_session(sid) or (sessions is not None and sessions.get_session_info(sid) is not None)
+
+
+_swept = [0.0]
+
+
+def sweep_abandoned() -> None:
+    """Remove the upload folders (spooled files, previews never stored) of sessions that ended."""
+    if time.monotonic() - _swept[0] >= SWEEP_EVERY_S:
+        _swept[0] = time.monotonic()
+        upload.remove_abandoned(session_alive)
+
+
+def spooled_upload(state: MutableMapping[Any, Any], f: BinaryIO, file_id: str, file_name: str,
+                   limit: int) -> upload.Spooled:
+    """The uploaded file on disk: copied in chunks at its first render, then taken from `state` on every rerun;
+    a new file replaces (and removes) the one spooled before, and any run prepared from it."""
+    held = state.get(SPOOLED)
+    if held is not None and held[0] == file_id:
+        return held[1]  # type: ignore[no-any-return]
+    drop_upload(state)
+    f.seek(0)
+    spooled = upload.spool(f, file_name, limit, owner=session_id())
+    state[SPOOLED] = (file_id, spooled)
+    return spooled
+
+
+def drop_upload(state: MutableMapping[Any, Any]) -> None:
+    """Let go of the spooled file and of any run prepared from it."""
+    drop_held(state)
+    held = state.pop(SPOOLED, None)
+    if held is not None:
+        held[1].close()
+
+
+def prepared_upload(state: MutableMapping[Any, Any], spooled: upload.Spooled, engine: store.Engine, limit: int,
+                    tick: Tick = _quiet, overrides: Mapping[str, Any] | None = None) -> worker.Prepared:
     """The upload's prepared run: parsed by a worker process at its first render (tick(seconds) while it works),
     then taken from `state` (the session) on every rerun; a new upload, or new `overrides` (the keyword arguments
     of ingest.hints.hints), replaces (and closes) the one held before. A rerun that interrupts the wait finds the
     same worker in `state` and waits on."""
-    digest = hashlib.sha256(raw).hexdigest() + json.dumps(dict(overrides or {}), sort_keys=True)
+    digest = spooled.content_sha256 + json.dumps(dict(overrides or {}), sort_keys=True)
     held = state.get(HELD)
     if held is not None and held[0] == digest:
-        return held[1].run  # type: ignore[no-any-return]
+        return held[1]  # type: ignore[no-any-return]
     job = state.get(WORKING)
     if job is None or job[0] != digest:
         drop_held(state)
-        job = state[WORKING] = (digest, worker.start_prepare(raw, file_name, _db_url(engine), limit, limits(),
-                                                                    overrides))
+        job = state[WORKING] = (digest, worker.start_prepare(spooled.path, spooled.file_name, _db_url(engine), limit,
+                                                             limits(), overrides, owner=session_id()))
     try:
         worker.wait(job[1], tick)
     finally:
@@ -108,7 +132,7 @@ def prepared_upload(state: MutableMapping[Any, Any], raw: bytes, file_name: str,
             state.pop(WORKING, None)
     prepared = worker.prepared_from(job[1])
     state[HELD] = (digest, prepared)
-    return prepared.run
+    return prepared
 
 
 def store_prepared(state: MutableMapping[Any, Any], engine: store.Engine, tick: Tick = _quiet) -> SaveResult:
@@ -132,51 +156,6 @@ def drop_held(state: MutableMapping[Any, Any]) -> None:
     job = state.pop(WORKING, None)
     if job is not None:
         job[1].cancel()
-
-
-TRIES = "wrong_tokens"  # session key of the wrong-token record: {"wrong": n in a row, "until": monotonic time}
-BACKOFF_FIRST_S, BACKOFF_MAX_S = 1.0, 30.0
-
-
-def backoff_s(wrong: int) -> float:
-    """The wait before checking the next token after `wrong` wrong ones in a row: 0, 1, 2, 4 ... 30 s."""
-    return 0.0 if wrong <= 0 else min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** min(wrong - 1, 16))
-
-
-def _token_is_right(key: str, typed: str, may_write_with: Callable[[str], bool]) -> bool:
-    """Check a typed token, each new wrong one making the session wait longer before its next check (the wait is
-    counted down on screen); a rerun with the same wrong token in the box is not a new try; a right one resets."""
-    tries = st.session_state.setdefault(TRIES, {"wrong": 0, "until": 0.0})
-    seen = hashlib.sha256(typed.encode()).hexdigest()
-    if tries.get(key) == seen:
-        st.error(f"Wrong upload token ({tries['wrong']} in a row).", icon=":material/lock:")
-        return False
-    wait = st.empty()
-    while (left := tries["until"] - time.monotonic()) > 0:
-        wait.caption(f"After {tries['wrong']} wrong tokens, this one is checked in {math.ceil(left)} s.")
-        time.sleep(min(1.0, left))
-    wait.empty()
-    if may_write_with(typed):
-        st.session_state[TRIES] = {"wrong": 0, "until": 0.0}
-        return True
-    tries["wrong"] += 1
-    tries["until"] = time.monotonic() + backoff_s(tries["wrong"])
-    tries[key] = seen
-    st.error(f"Wrong upload token ({tries['wrong']} in a row); the next one is checked after "
-             f"{backoff_s(tries['wrong']):g} s.", icon=":material/lock:")
-    return False
-
-
-def token_unlocks_writing(key: str) -> bool:
-    """Inside a write panel: True without an upload token, else when the one typed matches (says so if not)."""
-    cfg = _ui.settings()  # read on every run: a module is imported once, a page script runs every time
-    if not cfg.upload_token:
-        return True
-    typed = st.text_input("Upload token", type="password", key=key)
-    if typed and _token_is_right(key, typed, cfg.may_write_with):
-        return True
-    st.caption("Writing is protected: enter the upload token.")
-    return False
 
 
 def _progress(what: str) -> tuple[Tick, Callable[[], None]]:
@@ -206,9 +185,11 @@ def _name_choice(where: Any, label: str, ids: list[str], current: str | None, ke
     return typed or None if typed != typed_first else picked or typed or None
 
 
-def hint_form(page: Page[Any], db: store.Engine, first: up.Choices, digest: str, action: str) -> up.Choices | None:
-    """The model, accelerator, devices, precision and seq len selectors, starting from `first`; the choices once
-    the form is submitted with the `action` button, else None."""
+def hint_form(page: Page[Any], db: store.Engine, first: up.Choices, digest: str,
+              actions: tuple[str, ...]) -> tuple[str, up.Choices] | None:
+    """The model, accelerator, devices, precision and seq len selectors, starting from `first`; once the form is
+    submitted with one of the `actions` buttons, that action and the choices, else None. The last action's button
+    is the page's commit button."""
     def key(name: str) -> str:
         return _ui.key(page, f"up_{name}_{digest[:12]}")  # a new file's form starts from what its log states
 
@@ -224,9 +205,13 @@ def hint_form(page: Page[Any], db: store.Engine, first: up.Choices, digest: str,
         precision = d[1].selectbox("Precision", options, index=options.index(first.precision or ""),
                                    format_func=lambda v: v or "— not stated —", key=key("prec"))
         seq_len = d[2].number_input("Seq len (0 = not stated)", 0, value=first.seq_len or 0, step=1, key=key("seq"))
-        if not st.form_submit_button(action, key=key("apply")):
-            return None
-    return up.chosen(model, accelerator, int(devices), precision, int(seq_len))
+        b = st.columns(len(actions))
+        clicked = [b[i].form_submit_button(a, key=key(f"act{i}") if i < len(actions) - 1 else _ui.key(page, "commit"),
+                                           type="primary" if i == len(actions) - 1 else "secondary")
+                   for i, a in enumerate(actions)]
+    if not any(clicked):
+        return None
+    return actions[clicked.index(True)], up.chosen(model, accelerator, int(devices), precision, int(seq_len))
 
 
 def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -> None:
@@ -237,14 +222,14 @@ def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -
     if row.format in IMPORTS:
         st.info(f"These bytes are already stored as import {run_id} (the Sources page lists its figures).")
         return
-    st.info(f"These bytes are already stored as run {run_id}; the form below updates its annotations and its "
-            "figures from its stored steps.")
+    st.info(f"These bytes are already stored as run {run_id} ([open it]({links.run(run_id).href})); the form below "
+            "updates its annotations and its figures from its stored steps.")
     first = up.stated(row.config)
-    picked = hint_form(page, db, first, digest, f"Update run {run_id}")
+    picked = hint_form(page, db, first, digest, (f"Update run {run_id}",))
     if picked is None:
         return
     try:
-        outcome = pipeline.restate(db, run_id, hints_for(db, **up.overrides(first, picked).as_json()))
+        outcome = pipeline.restate(db, run_id, hints_for(db, **up.overrides(first, picked[1]).as_json()))
     except PerfledgerError as exc:
         st.error(_ui.plain(exc), icon=":material/error:")
         return
@@ -253,9 +238,11 @@ def restate_panel(page: Page[Any], db: store.Engine, run_id: int, digest: str) -
         st.warning(_ui.plain(up.for_the_form(warning)))
 
 
+@st.fragment
 def upload_panel(page: Page[Any]) -> None:
     """Upload -> preview -> choices -> commit (or re-annotate); hidden when read-only, token-guarded when a token
-    is set."""
+    is set, refused on a reachable server without one. A fragment: choosing a file, applying choices or typing the
+    token reruns this panel alone, not the whole page (its run list and charts); storing reruns the page."""
     cfg, db = _ui.settings(), _ui.engine()
     if cfg.read_only:
         return
@@ -263,53 +250,82 @@ def upload_panel(page: Page[Any]) -> None:
         if not token_unlocks_writing(_ui.key(page, "tok")):
             return
         f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf, TensorBoard, metrics files "
-                             f"(JSONL, CSV), console logs… (gzip ok, up to "
-                             f"{cfg.max_upload_mb} MB)", key=_ui.key(page, "file"))
+                             f"(JSONL, CSV), claims CSV, console logs… (gzip ok, up to {cfg.max_upload_mb} MiB "
+                             "decompressed)", key=_ui.key(page, "file"),
+                             max_upload_size=browser_upload_mb(cfg.max_upload_mb))
+        sweep_abandoned()
+        worker.prime(_db_url(db))  # the next step's worker waits with its modules loaded
         if f is None:
-            drop_held(st.session_state)
+            drop_upload(st.session_state)
             st.session_state.pop(STORED, None)
             return
-        raw = f.getvalue()
-        digest = hashlib.sha256(raw).hexdigest()
-        stored = st.session_state.get(STORED)
-        if stored is not None and stored[0] == digest:  # just stored: the file stays in the box, unparsed
-            restate_panel(page, db, stored[1], digest)
-            return
-        chosen = _held_for(st.session_state, CHOSEN, digest) or up.Choices()
-        tick, done = _progress("Reading the log")
         try:
-            pre = prepared_upload(st.session_state, raw, f.name, db, cfg.max_upload_mb * 2**20, tick,
-                                  chosen.as_json())
-            existing = store.find_run(db, pre.content_sha256)
-        except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
-            done()
+            spooled = spooled_upload(st.session_state, f, str(getattr(f, "file_id", "") or f"{f.name}:{f.size}"),
+                                     f.name, cfg.max_upload_bytes)
+        except PerfledgerError as exc:
             st.error(str(exc), icon=":material/error:")
-            if isinstance(exc, UnknownFormat | NoKnownNames):  # its names may be mapped to the vocabulary
-                _keymap.mapping_panel(page, raw, digest, lambda: drop_held(st.session_state), expanded=True)
             return
+        _preview_or_restate(page, db, spooled, cfg.max_upload_bytes)
+
+
+def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spooled, limit: int) -> None:
+    digest = spooled.content_sha256
+    stored = st.session_state.get(STORED)
+    if stored is not None and stored[0] == digest:  # just stored: the file stays in the box, unparsed
+        st.success(f"Stored as {stored[2]} {stored[1]}: [open it]({links.run(stored[1]).href}).",
+                   icon=":material/check:")
+        restate_panel(page, db, stored[1], digest)
+        return
+    existing = store.find_run(db, digest)  # bytes stored before: recognised from their hash, never parsed
+    if existing is not None:
+        restate_panel(page, db, existing, digest)
+        return
+    chosen = _held_for(st.session_state, CHOSEN, digest) or up.Choices()
+    tick, done = _progress("Reading the log")
+    try:
+        prepared = prepared_upload(st.session_state, spooled, db, limit, tick, chosen.as_json())
+    except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
         done()
-        if _held_for(st.session_state, STATED, digest) is None:
-            st.session_state[STATED] = (digest, up.stated(pre.config))  # the first parse: nothing chosen yet
-        show_preview(pre)
-        if pre.format in MAPPED:
-            _keymap.mapping_panel(page, raw, digest, lambda: drop_held(st.session_state))
-        if existing is not None:
-            restate_panel(page, db, existing, digest)
-            return
-        if pre.format in IMPORTS:  # published figures, each row with its own model and accelerator
-            store_button(page, db, digest)
-            return
-        stated = _held_for(st.session_state, STATED, digest) or up.Choices()
-        picked = hint_form(page, db, stated, digest, "Apply to the preview")
-        if picked is not None and up.overrides(stated, picked) != chosen:
-            st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
-            st.rerun()
-        store_button(page, db, digest)
-
-
-def store_button(page: Page[Any], db: store.Engine, digest: str) -> None:
-    if st.button("Store this run", type="primary", key=_ui.key(page, "commit")):
+        st.error(str(exc), icon=":material/error:")
+        if isinstance(exc, UnknownFormat | NoKnownNames):  # its names may be mapped to the vocabulary
+            _keymap.mapping_panel(page, spooled.head(HEAD_BYTES), digest, lambda: drop_held(st.session_state),
+                                  expanded=True)
+        return
+    done()
+    pre = prepared.run
+    if pre.format in IMPORTS:  # published figures, each row with its own model and accelerator
+        show_claims_preview(pre, prepared.claims)
+        if st.button("Store these claims", type="primary", key=_ui.key(page, "commit")):
+            store_panel(db, digest, "import")
+        return
+    if _held_for(st.session_state, STATED, digest) is None:
+        st.session_state[STATED] = (digest, up.stated(pre.config))  # the first parse: nothing chosen yet
+    if st.session_state.get(STORING) == digest:  # "Store this run" with new choices: prepared with them, now stored
+        del st.session_state[STORING]
         store_panel(db, digest)
+    show_preview(pre)
+    if pre.format in MAPPED:
+        _keymap.mapping_panel(page, spooled.head(HEAD_BYTES), digest, lambda: drop_held(st.session_state))
+    stated = _held_for(st.session_state, STATED, digest) or up.Choices()
+    submitted = hint_form(page, db, stated, digest, ("Apply to the preview", "Store this run"))
+    if submitted is None:
+        return
+    action, picked = submitted
+    if up.overrides(stated, picked) != chosen:  # the form shows other choices: prepare the run with them first
+        st.session_state[CHOSEN] = (digest, up.overrides(stated, picked))
+        if action == "Store this run":
+            st.session_state[STORING] = digest
+        _rerun_panel()
+    if action == "Store this run":
+        store_panel(db, digest)
+
+
+def _rerun_panel() -> None:
+    """Rerun the upload panel alone where it runs as a fragment of its own (a rerun it started), else the page."""
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:  # a run of the whole page: the fragment scope is refused
+        st.rerun()
 
 
 def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choices | None:
@@ -317,14 +333,15 @@ def _held_for(state: MutableMapping[Any, Any], key: str, digest: str) -> up.Choi
     return held[1] if held is not None and held[0] == digest else None
 
 
-def store_panel(db: store.Engine, digest: str) -> None:
-    """Store the previewed run and open it; the upload box then offers to re-annotate it (nothing parsed)."""
+def store_panel(db: store.Engine, digest: str, stored_as: str = "run") -> None:
+    """Store the previewed run and open it; the upload box then confirms it, with its link, and offers to
+    re-annotate it (nothing parsed)."""
     tick, done = _progress("Storing the run")
     try:
         saved = store_prepared(st.session_state, db, tick)
     except PerfledgerError as exc:
         done()
         _ui.render_error(exc)
-    st.session_state[STORED] = (digest, saved.run_id)
+    st.session_state[STORED] = (digest, saved.run_id, stored_as)
     st.query_params.from_dict({"run": str(saved.run_id)})
     st.rerun()

@@ -43,7 +43,7 @@ if not state.source:
     imported = views.sources.imports(db)
     st.subheader("Claim imports")
     if imported.height:
-        st.caption("Claims files stored with `python -m perfledger import` or the Runs page's upload: "
+        st.caption("Claims files stored with `python -m ingest FILE.csv` or the Runs page's upload: "
                    "one row per file and source, with the rows it stored.")
         _ui.show_table(imported, {"rows": "%,d", "run": "%d"}, key="sources_imports")
     else:

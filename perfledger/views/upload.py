@@ -82,3 +82,8 @@ def for_the_form(text: str) -> str:
         return f"need the {names} chosen in the upload form" if m.group(1) == "need" else \
             f"choose the {names} in the upload form"
     return _FLAGS.sub(said, text)
+
+
+def refused_reading(counts: Mapping[str, int]) -> list[str]:
+    """A claims file's rows refused while it was read, counted by reason: "2 rows: no value"."""
+    return [f"{n:,} row{'s' if n != 1 else ''}: {why}" for why, n in sorted(counts.items())]

@@ -81,17 +81,17 @@ def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "perfledger.duckdb"
 
 
-def start_server(folder: Path, template: Path,
-                 environ: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], Server]:
-    """`streamlit run app.py` on a free loopback port against a copy of the seeded store (and any further settings
-    in `environ`); waits for health."""
+def start_server(folder: Path, template: Path, environ: dict[str, str] | None = None,
+                 address: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], Server]:
+    """`streamlit run app.py` on a free port of `address` (reached through loopback) against a copy of the seeded
+    store (and any further settings in `environ`); waits for health."""
     shutil.copy(template, folder / "perfledger.duckdb")
     db_url = f"duckdb:///{folder / 'perfledger.duckdb'}"
     port = free_port()
     log = folder / "streamlit.log"
     env = {**os.environ, "PERFLEDGER_DB_URL": db_url, **(environ or {})}
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+           "--server.address", address, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -73,8 +73,8 @@ def test_a_gzip_bomb_is_refused_past_the_uploads_size_limit(tmp_path: Path) -> N
     by_setting = ingest(str(bomb), "--db", db, PERFLEDGER_MAX_UPLOAD_MB="16")
     by_flag = ingest(str(bomb), "--db", db, "--max-mb", "8")
     assert by_setting.returncode == by_flag.returncode == 1
-    assert by_setting.stderr == f"{bomb}: larger than the 16 MB limit once decompressed; nothing was stored\n"
-    assert by_flag.stderr == f"{bomb}: larger than the 8 MB limit once decompressed; nothing was stored\n"
+    assert by_setting.stderr == f"{bomb}: larger than the 16 MiB limit once decompressed; nothing was stored\n"
+    assert by_flag.stderr == f"{bomb}: larger than the 8 MiB limit once decompressed; nothing was stored\n"
     assert store.counts(store.engine_from_url(db))["run"] == 0
 
 

@@ -34,8 +34,8 @@ def test_a_worker_past_its_time_limit_is_killed_and_says_so(monkeypatch: pytest.
 
 def test_a_worker_past_its_memory_limit_is_stopped_and_says_so() -> None:
     job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 64))
-    with pytest.raises(worker.IngestStopped, match=r"^the upload needed more than 64 MB of memory to read and was "
-                                                   r"stopped; nothing was stored$"):
+    with pytest.raises(worker.IngestStopped, match=r"^the upload's worker needs more than 64 MB of memory to start, "
+                                                   r"whatever the log; raise PERFLEDGER_INGEST_MEMORY_MB"):
         worker.prepared_from(worker.wait(job))
     assert not job.folder.exists()
 

@@ -79,7 +79,7 @@ def test_a_name_not_in_the_catalog_is_kept_as_typed_and_warned_about(
     assert row.config.get("accelerator") is None
 
 
-def test_for_bytes_already_stored_the_form_restates_that_run_without_parsing_and_says_what_changed(
+def test_bytes_already_stored_are_recognised_unparsed_and_the_form_restates_that_run_and_says_what_changed(
         seeded_engine: Engine, open_page: Callable[..., AppTest], parses: Callable[[], list[str]]) -> None:
     stored = pipeline.ingest_bytes(seeded_engine, MEGATRON.read_bytes(), MEGATRON.name)
     assert stored.run_id is not None
@@ -97,7 +97,7 @@ def test_for_bytes_already_stored_the_form_restates_that_run_without_parsing_and
     was = stored.summary.tokens_per_s_per_device
     assert was is not None and row.summary is not None
     assert row.summary["tokens_per_s_per_device"] == pytest.approx(was / 4)
-    assert row.n_steps == stored.steps and parses() == [MEGATRON.name]  # the preview's parse only
+    assert row.n_steps == stored.steps and parses() == []  # recognised from its content hash: never parsed
 
 
 def test_submitting_the_stored_values_again_changes_nothing_and_says_so(
@@ -115,4 +115,4 @@ def test_a_claims_file_has_no_form_its_rows_name_their_own_model_and_accelerator
     at.file_uploader(key="ru_file").set_value((claims.name, claims.read_bytes(), "text/csv")).run()
     assert not at.exception and not at.error
     assert not [w for w in at.selectbox if w.label.startswith("Model")]
-    assert [b.label for b in at.button] == ["Store this run"]
+    assert [b.label for b in at.button] == ["Store these claims"]

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from ingest.upload import Spooled, spool
 from perfledger import store
 from screens import _upload
 from tests.conftest import LOGS
@@ -16,14 +17,19 @@ from tests.conftest import LOGS
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 
 
+def _spooled(path: Path) -> Spooled:
+    with path.open("rb") as f:
+        return spool(f, path.name, 2**30)
+
+
 def test_preview_reruns_and_store_parse_the_upload_once(seeded_store: Engine,
                                                         parses: Callable[[], list[str]]) -> None:
     session: dict[Any, Any] = {}
-    raw = MEGATRON.read_bytes()
+    spooled = _spooled(MEGATRON)
     limit = 2**30
     ticks: list[float] = []
-    shown = _upload.prepared_upload(session, raw, MEGATRON.name, seeded_store, limit, ticks.append)  # first render
-    again = _upload.prepared_upload(session, raw, MEGATRON.name, seeded_store, limit)  # the rerun of the click
+    shown = _upload.prepared_upload(session, spooled, seeded_store, limit, ticks.append).run  # first render
+    again = _upload.prepared_upload(session, spooled, seeded_store, limit).run  # the rerun of the click
     assert again is shown and ticks  # the first render showed the worker's progress
     held = session[_upload.HELD][1]
     saved = _upload.store_prepared(session, seeded_store)
@@ -38,11 +44,11 @@ def test_preview_reruns_and_store_parse_the_upload_once(seeded_store: Engine,
 def test_a_new_upload_replaces_the_held_run_and_removes_its_step_files(store_engine: Engine,
                                                                       parses: Callable[[], list[str]]) -> None:
     session: dict[Any, Any] = {}
-    first = _upload.prepared_upload(session, MEGATRON.read_bytes(), MEGATRON.name, store_engine, 2**30)
+    first = _upload.prepared_upload(session, _spooled(MEGATRON), store_engine, 2**30).run
     first_folder = session[_upload.HELD][1].folder
     assert all(Path(f).exists() for f in first.steps.files)
     other = LOGS / "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log"
-    second = _upload.prepared_upload(session, other.read_bytes(), other.name, store_engine, 2**30)
+    second = _upload.prepared_upload(session, _spooled(other), store_engine, 2**30).run
     assert parses() == [MEGATRON.name, other.name]
     assert session[_upload.HELD][1].run is second
     assert not first_folder.exists() and not any(Path(f).exists() for f in first.steps.files)

@@ -135,7 +135,7 @@ def test_delete_is_hidden_when_read_only(seeded_url: str, monkeypatch: pytest.Mo
 
 
 def test_each_wrong_token_doubles_the_wait_before_the_next_check_up_to_30_s() -> None:
-    from screens._upload import backoff_s
+    from perfledger.wrong_tokens import backoff_s
 
     assert [backoff_s(n) for n in range(9)] == [0, 1, 2, 4, 8, 16, 30, 30, 30]
     assert backoff_s(10**6) == 30
@@ -149,9 +149,10 @@ def test_wrong_tokens_are_slowed_down_and_a_right_one_resets_the_wait(seeded_url
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from screens import _upload
+    from perfledger import wrong_tokens
 
-    monkeypatch.setattr(_upload, "BACKOFF_FIRST_S", 0.5)
+    server = wrong_tokens.WrongTokens(first_s=0.5)
+    monkeypatch.setattr(wrong_tokens, "SERVER", server)
     at: Any = _runs_page(monkeypatch, seeded_url, "s3cret-token")
     box = at.text_input(key="ru_tok")
     not_before = 0.0  # when the wait the last wrong token set ends
@@ -161,10 +162,10 @@ def test_wrong_tokens_are_slowed_down_and_a_right_one_resets_the_wait(seeded_url
         assert not at.exception and not _uploaders(at)
         wait = 0.5 * 2 ** (n - 1)
         assert _errors(at) == [f"Wrong upload token ({n} in a row); the next one is checked after {wait:g} s."]
-        not_before = at.session_state[_upload.TRIES]["until"]
+        not_before = server.until
         assert not_before - time.monotonic() <= wait
     at.run()  # a rerun with the same wrong token in the box is not another try
-    assert _errors(at) == ["Wrong upload token (3 in a row)."] and at.session_state[_upload.TRIES]["wrong"] == 3
+    assert _errors(at) == ["Wrong upload token (3 in a row)."] and server.wrong == 3
     box.input("s3cret-token").run()
     assert time.monotonic() >= not_before and _uploaders(at) and not _errors(at)
     box.input("wrong-4").run()

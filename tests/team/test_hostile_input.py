@@ -90,7 +90,7 @@ def test_gzip_bomb_is_refused_after_gunzip_without_filling_memory(tmp_path: Path
     verdict, compressed, runs, base_kib, peak_kib, *message = out.stdout.split()
     assert verdict == "refused" and int(runs) == 0
     assert int(compressed) < 16 * 2**20  # small on the wire: only the limit after gunzip can catch it
-    assert "larger than the 16 MB limit once decompressed; nothing was stored" in " ".join(message)
+    assert "larger than the 16 MiB limit once decompressed; nothing was stored" in " ".join(message)
     grew_mib = (int(peak_kib) - int(base_kib)) // 1024
     assert grew_mib < 128, f"peak RSS grew by {grew_mib} MiB while reading the bomb"
     print(f"gzip bomb: {int(compressed) / 2**20:.1f} MiB packed; peak RSS +{grew_mib} MiB over {int(base_kib) // 1024}")

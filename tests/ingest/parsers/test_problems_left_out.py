@@ -6,7 +6,7 @@ from ingest.parsers.base import MAX_PROBLEMS_KEPT
 from ingest.parsers.torchtitan import TorchtitanParser
 from ingest.pipeline import prepare, preview
 from perfledger.records import more_problems, problem_kind
-from screens._upload import problems_caption
+from screens._preview import problems_caption
 from tests.conftest import LOGS
 
 KILLED = LOGS / "gaudi_hpu_megatron_llama1b_8card_settrace_killed.log"

@@ -1,0 +1,139 @@
+"""A browser upload on disk: the file copied to a folder in chunks (the server never holds a second whole copy), its
+content hash read before any parse (a file already stored is recognised without its worker), and the removal of
+folders whose browser session has ended.
+
+Folders are named `perfledger-upload-<server PID>-<session id>-<random>` in the temporary directory: a later
+process removes those of a server gone (perfledger.store.leftovers), the server those of its sessions gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ingest.streams import GZIP_MAGIC, Limited, open_content, too_large
+from perfledger.errors import FileTooLarge, ParseError
+
+FOLDER_PREFIX = "perfledger-upload-"
+CHUNK_BYTES = 1 << 20
+_OWNER = re.compile(r"[^A-Za-z0-9-]+")
+
+
+def upload_folder(owner: str = "") -> Path:
+    """A new folder for one upload (or one worker's job on it), named after this process and its `owner` (the
+    browser session's id; "" = none)."""
+    return Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-{_OWNER.sub('', owner)}-"))
+
+
+def job_folder(source: Path | bytes, owner: str, files: dict[str, str]) -> Path:
+    """A new upload folder holding `source` as `upload` (a path linked, else copied; or bytes) and `files` (name ->
+    text); removed again when any of it cannot be written."""
+    folder = upload_folder(owner)
+    try:
+        if isinstance(source, bytes):
+            (folder / "upload").write_bytes(source)
+        else:
+            try:
+                os.link(source, folder / "upload")
+            except OSError:
+                shutil.copyfile(source, folder / "upload")
+        for name, text in files.items():
+            (folder / name).write_text(text)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def folder_owner(folder: Path, pid: int | None = None) -> str | None:
+    """The owner in the name of one of this process's (`pid`'s) upload folders; None for any other folder."""
+    head = f"{FOLDER_PREFIX}{os.getpid() if pid is None else pid}-"
+    if not folder.name.startswith(head):
+        return None
+    return folder.name[len(head):].rpartition("-")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Spooled:
+    """An uploaded file on disk: `path` (FOLDER/upload), the hash of its bytes as uploaded, and the hash of its
+    content once decompressed (what a run is stored under)."""
+
+    path: Path
+    file_name: str
+    size: int
+    raw_sha256: str
+    content_sha256: str
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def head(self, n: int) -> bytes:
+        with self.path.open("rb") as f:
+            return f.read(n)
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def spool(source: BinaryIO, file_name: str, limit: int | None, owner: str = "") -> Spooled:
+    """Copy `source` to a new upload folder in chunks and hash it; FileTooLarge (the folder removed) when its
+    content is larger than `limit` bytes, counted after gunzip as `python -m ingest` counts it."""
+    folder = upload_folder(owner)
+    try:
+        path, size, raw_sha = _copied(source, folder / "upload")
+        content_sha = raw_sha if not _gzip(path) else content_sha256(path, file_name, limit)
+        if size > (limit or size) and not _gzip(path):
+            raise FileTooLarge(file_name, None, too_large(limit or 0))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Spooled(path, file_name, size, raw_sha, content_sha)
+
+
+def _copied(source: BinaryIO, target: Path) -> tuple[Path, int, str]:
+    sha, size = hashlib.sha256(), 0
+    with target.open("wb") as out:
+        while chunk := source.read(CHUNK_BYTES):
+            sha.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    return target, size, sha.hexdigest()
+
+
+def _gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def content_sha256(path: Path, file_name: str, limit: int | None) -> str:
+    """The hash of a gzip file's decompressed content, read without parsing (FileTooLarge past `limit`)."""
+    try:
+        with path.open("rb") as raw:
+            limited = Limited(open_content(raw, file_name), file_name, limit)
+            while limited.read(CHUNK_BYTES):
+                pass
+    except (OSError, EOFError) as exc:
+        raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
+    return limited.sha.hexdigest()
+
+
+def remove_abandoned(alive: Callable[[str], bool], parent: Path | None = None) -> list[Path]:
+    """Remove this process's upload folders whose owner session is no longer `alive` (folders with no owner stay:
+    their caller removes them)."""
+    parent = Path(parent or tempfile.gettempdir())
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return []
+    gone = [p for p in entries if (owner := folder_owner(p)) and p.is_dir() and not alive(owner)]
+    for path in gone:
+        shutil.rmtree(path, ignore_errors=True)
+    return gone
