@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from ingest.streams import GZIP_MAGIC, Limited, open_content, too_large
 from perfledger.errors import FileTooLarge, ParseError
+from perfledger.store.leftovers import spooling
 
 FOLDER_PREFIX = "perfledger-upload-"
 CHUNK_BYTES = 1 << 20
@@ -86,15 +87,16 @@ class Spooled:
 def spool(source: BinaryIO, file_name: str, limit: int | None, owner: str = "") -> Spooled:
     """Copy `source` to a new upload folder in chunks and hash it; FileTooLarge (the folder removed) when its
     content is larger than `limit` bytes, counted after gunzip as `python -m ingest` counts it."""
-    folder = upload_folder(owner)
-    try:
-        path, size, raw_sha = _copied(source, folder / "upload")
-        content_sha = raw_sha if not _gzip(path) else content_sha256(path, file_name, limit)
-        if size > (limit or size) and not _gzip(path):
-            raise FileTooLarge(file_name, None, too_large(limit or 0))
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
+    with spooling(Path(tempfile.gettempdir())):  # a full disk under the folder is said as such
+        folder = upload_folder(owner)
+        try:
+            path, size, raw_sha = _copied(source, folder / "upload")
+            content_sha = raw_sha if not _gzip(path) else content_sha256(path, file_name, limit)
+            if size > (limit or size) and not _gzip(path):
+                raise FileTooLarge(file_name, None, too_large(limit or 0))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
     return Spooled(path, file_name, size, raw_sha, content_sha)
 
 
