@@ -17,8 +17,10 @@ from perfledger.calc.normalise import NORMALIZATIONS
 from perfledger.views import (
     accelerators,
     audit,
+    columns,
     hardware,
     links,
+    mlperf,
     overview,
     registry,
     runs,
@@ -40,6 +42,7 @@ from perfledger.views.output import (
     input_rows,
     render,
     rows_as_inputs,
+    table_file_name,
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
@@ -101,6 +104,7 @@ __all__ = [
     "chart_file_name",
     "chart_image",
     "chosen_row",
+    "columns",
     "config_diff",
     "export",
     "formula_of",
@@ -112,6 +116,7 @@ __all__ = [
     "link",
     "links",
     "measured_row",
+    "mlperf",
     "nearest_claims",
     "not_steady",
     "overview",
@@ -131,6 +136,7 @@ __all__ = [
     "speedups",
     "state_from_query",
     "table",
+    "table_file_name",
     "time_to_train",
     "verdict_counts",
     "with_input_rows",
