@@ -21,8 +21,7 @@ state = _ui.page_state(PAGE)
 st.title("MLPerf results")
 _ui.stop_if_empty(db)
 
-every = _ui.compute(PAGE, mlperf.MlperfView(), db, sortable=False)
-options = mlperf.choices(every)
+options = mlperf.choices(db)
 for column, (name, label) in zip(st.columns(len(FILTERS)), FILTERS, strict=True):
     with column:
         state = replace(state, **{name: _ui.choose_many(label, options[name], getattr(state, name),
@@ -36,7 +35,7 @@ st.caption("Time to train is MLPerf's score: run_stop - run_start of the result 
 table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored MLPerf result matches these filters: upload a result_N.txt on the Runs page, "
-            "or run `python -m ingest result_0.txt`." if every.height else "No MLPerf result stored yet: upload "
+            "or run `python -m ingest result_0.txt`." if any(options.values()) else "No MLPerf result stored yet: upload "
             "a result_N.txt on the Runs page, or run `python -m ingest result_0.txt`.")
     st.stop()
 _ui.show_table(table, FORMATS, key="mlperf_table", widths=WIDTHS)

@@ -18,6 +18,7 @@ from perfledger.errors import InvalidInput
 from perfledger.records import RunRow
 from perfledger.views._shared import TOKEN_METRIC, frame_of
 from perfledger.views.columns import reading_order
+from perfledger.views.remembered import until_written
 
 MLPERF_FORMAT = "mlperf"
 TTT_METRIC = "time_to_train_s"
@@ -78,7 +79,7 @@ def per_device_tokens(row: RunRow, figures: Mapping[str, float]) -> float | None
         return figures[TOKEN_METRIC]
     devices = row.config.get("n_devices")
     if figures.get("tokens_per_s") and devices:
-        return figures["tokens_per_s"] / devices
+        return float(figures["tokens_per_s"]) / float(devices)
     return None
 
 
@@ -150,12 +151,17 @@ _FILTERS = (("rounds", "round"), ("divisions", "division"), ("submitters", "subm
             ("accelerators", "accelerator"))
 
 
-def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
-    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then score."""
+@until_written(keep=4)
+def every_result(engine: Engine) -> pl.DataFrame:
+    """Every stored MLPerf result, one row per result file, unfiltered and unsorted."""
     ids = store.runs(engine).filter(pl.col("format") == MLPERF_FORMAT)["id"].to_list()
     figures = stored_figures(engine, ids)
-    rows = [result_row(r, figures.get(i, {})) for i in ids if (r := store.run(engine, i)) is not None]
-    frame = frame_of(rows, SCHEMA)
+    return frame_of([result_row(r, figures.get(i, {})) for i in ids if (r := store.run(engine, i)) is not None], SCHEMA)
+
+
+def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
+    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then score."""
+    frame = every_result(engine)
     for field, column in _FILTERS:
         chosen = getattr(state, field)
         if chosen:
@@ -163,8 +169,9 @@ def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
     return reading_order(frame.sort(["benchmark", MINUTES, "run"], nulls_last=True), SHOWN_FIRST)
 
 
-def choices(frame: pl.DataFrame) -> dict[str, list[str]]:
+def choices(engine: Engine) -> dict[str, list[str]]:
     """The values each filter can take in the stored results (state field -> sorted values)."""
+    frame = every_result(engine)
     return {field: sorted(str(v) for v in frame[column].drop_nulls().unique().to_list()) for field, column in _FILTERS}
 
 

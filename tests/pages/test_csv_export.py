@@ -92,7 +92,7 @@ def test_two_views_of_a_page_download_under_two_names(seeded_url: str, downloads
                                                       open_page: Callable[..., AppTest]) -> None:
     for query in ("", "p=fsdp", "p=fsdp&sort=speedup (x)&desc=1"):
         assert not open_page("speedups", query).exception
-    names = sorted(n for n in downloads if n.endswith(".csv"))
+    names = sorted(n for n in downloads if n.startswith("perfledger-speedups") and n.endswith(".csv"))
     assert names == sorted({file_name("speedups", q) for q in ("", "p=fsdp", "p=fsdp&sort=speedup (x)&desc=1")})
     assert len(names) == 3 and "perfledger-speedups.csv" in names
 
