@@ -73,22 +73,23 @@ def meta(row: RunRow) -> dict[str, Any]:
     return dict(row.config.get("format_meta") or {})
 
 
-def per_device_tokens(row: RunRow, figures: Mapping[str, float]) -> float | None:
+def per_device_tokens(config: Mapping[str, Any], figures: Mapping[str, float]) -> float | None:
     """Tokens/s per device of a result: the stored per-device figure, else tokens/s over the stated devices."""
     if figures.get(TOKEN_METRIC):
         return figures[TOKEN_METRIC]
-    devices = row.config.get("n_devices")
+    devices = config.get("n_devices")
     if figures.get("tokens_per_s") and devices:
         return float(figures["tokens_per_s"]) / float(devices)
     return None
 
 
-def derived_tflops(row: RunRow, figures: Mapping[str, float]) -> float | None:
+def derived_tflops(config: Mapping[str, Any], summary: Mapping[str, Any] | None,
+                   figures: Mapping[str, float]) -> float | None:
     """Model TFLOP/s per device of a result (perfledger.calc.metrics.model_tflops) when its model and sequence
     length are known: tokens/s per device x the model's FLOPs per token at that length (the run's summary)."""
-    tokens = per_device_tokens(row, figures)
-    flops = (row.summary or {}).get("flops_per_token")
-    if tokens is None or not flops or not row.config.get("seq_len"):
+    tokens = per_device_tokens(config, figures)
+    flops = (summary or {}).get("flops_per_token")
+    if tokens is None or not flops or not config.get("seq_len"):
         return None
     try:
         return metrics.model_tflops(tokens, float(flops))
@@ -96,13 +97,13 @@ def derived_tflops(row: RunRow, figures: Mapping[str, float]) -> float | None:
         return None
 
 
-def why_no_tflops(row: RunRow, figures: Mapping[str, float]) -> str:
+def why_no_tflops(config: Mapping[str, Any], figures: Mapping[str, float]) -> str:
     """Why a result gets no model TFLOPS ("" when it gets one)."""
-    if not row.config.get("model"):
+    if not config.get("model"):
         return "the model is not known"
-    if not row.config.get("seq_len"):
+    if not config.get("seq_len"):
         return "the file states no sequence length, so tokens/s (and model FLOPs) cannot be derived"
-    if per_device_tokens(row, figures) is None:
+    if per_device_tokens(config, figures) is None:
         return "the device count is not stated" if figures.get("tokens_per_s") else "the file states no trained tokens"
     return ""
 
@@ -131,7 +132,8 @@ def result_row(row: RunRow, figures: Mapping[str, Any]) -> dict[str, Any]:
         "submitter": m.get("submission_org"), "system": m.get("system_name") or m.get("submission_platform"),
         "accelerator × count": (f"{acc} × {devices:,}" if devices else f"{acc} (count not stated)") if acc else None,
         "round": round_of(row.file_name), "division": m.get("submission_division"), "framework": c.get("framework"),
-        "run": row.id, DERIVED_TFLOPS: derived_tflops(row, figures), DERIVED_TOKENS: per_device_tokens(row, figures),
+        "run": row.id, DERIVED_TFLOPS: derived_tflops(c, row.summary, figures),
+        DERIVED_TOKENS: per_device_tokens(c, figures),
         "time to train (s)": seconds, "model": c.get("model"), "workload": c.get("workload"), "seq len": c.get("seq_len"),
         "accelerator": c.get("accelerator"), "devices": devices, "status": m.get("submission_status"),
         "file": row.file_name, "result id": figures.get("result id"),
@@ -144,7 +146,7 @@ def headline(engine: Engine, row: RunRow) -> dict[str, Any] | None:
     if row.format != MLPERF_FORMAT:
         return None
     figures = stored_figures(engine, [row.id]).get(row.id, {})
-    return result_row(row, figures) | {"why no TFLOPS": why_no_tflops(row, figures)}
+    return result_row(row, figures) | {"why no TFLOPS": why_no_tflops(row.config, figures)}
 
 
 _FILTERS = (("rounds", "round"), ("divisions", "division"), ("submitters", "submitter"), ("benchmarks", "benchmark"),

@@ -256,7 +256,7 @@ def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
             pl.lit("derived").alias("evidence"), pl.lit(f"tokens/s (all devices) / {devices} devices").alias("note"))
         rows = pl.concat([rows, per_device])
     stored = dict(zip(rows["metric"].to_list(), rows["value"].to_list(), strict=True))
-    tflops = derived_tflops(row, stored) if TFLOPS_METRIC not in stored else None
+    tflops = derived_tflops(row.config, row.summary, stored) if TFLOPS_METRIC not in stored else None
     if tflops is not None:
         fpt = float((row.summary or {})["flops_per_token"])
         rows = pl.concat([rows, pl.DataFrame([{
