@@ -49,19 +49,25 @@ def detail(engine: Engine, result_id: int) -> pl.DataFrame:
 
 
 def _audit(engine: Engine, row: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    """The audit's verdict on the row (a checked claim), or on the claims it is an input of."""
     from perfledger.views.audit import AuditView
     from perfledger.views.registry import table
 
     if not row.get("source_id"):
+        yield "audit verdict", "not audited (a run's own figure: its page recomputes it from its steps)"
         return
-    claims = table("audit", AuditView(sources=(row["source_id"],)), engine).filter(pl.col("claim_id") == row["id"])
+    audited = table("audit", AuditView(sources=(row["source_id"],)), engine)
+    claims = audited.filter(pl.col("claim_id") == row["id"])
+    used_by = audited.filter(pl.col("inputs").str.contains(rf"\bresult {int(row['id'])}\b").fill_null(False))
     if claims.height == 0:
-        yield "audit verdict", "not audited (no audit rule checks this metric, or its inputs are not stored)"
+        yield "audit verdict", "not a checked claim (no audit rule checks this metric, or its inputs are not stored)"
     for c in claims.to_dicts():
         yield "audit verdict", c.get("verdict")
         yield "audit recomputed", as_text(c.get("recomputed"))
         yield "audit explanation", c.get("explanation")
         yield "audit inputs", c.get("inputs")
+    for c in used_by.to_dicts():
+        yield "audit input of", f"claim {c['claim_id']} ({c['metric']}): {c['verdict']}"
 
 
 def _candidates(row: dict[str, Any]) -> Iterator[Any]:

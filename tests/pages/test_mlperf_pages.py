@@ -123,3 +123,14 @@ def test_the_mlperf_page_filters_and_sorts_from_the_url_as_its_export_does(
                            _engine())
     assert exported["time to train (min)"].to_list() == shown["time to train (min)"].tolist()
     assert exported["run"].to_list() == [int(r.rsplit("=", 1)[1]) for r in shown["run"]]
+
+
+def test_an_uploaded_mlperf_result_previews_its_score_in_minutes(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("runs")
+    at.file_uploader(key="ru_file").set_value((GPT3, (LOGS / GPT3).read_bytes(), "text/plain")).run()
+    assert not at.exception, at.exception
+    preview = {m.label: m.value for m in at.metric}
+    assert preview["Time to train"] == "52.46 min"
+    assert preview["Devices"] == "512"
+    assert float(preview["Model TFLOP/s/device (derived)"].replace(",", "")) > 700
+    assert preview["Tokens/s/device (derived)"] != "—"
