@@ -46,6 +46,11 @@ def _linked(frame: pl.DataFrame, results: Sequence[str]) -> tuple[pl.DataFrame, 
     return frame, config
 
 
+# Widths (px) of the columns whose text runs long, so the figures, verdicts and sources beside them stay on a 1440px
+# screen; the whole text shows on hover and in the CSV. A page's own `widths` win.
+TEXT_WIDTHS = {"caveats": 220, "warning": 220, "explanation": 220, "note": 240, "what is stored": 180, "series": 200,
+               "baseline": 160, "basis": 260, "title": 240, "reason": 240, "inputs": 200, "url": 200, "name": 140,
+               "locator": 160, "source": 150, "source_id": 150, "input_source": 150}
 MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keeps them all
 MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
 # A stored, quoted figure as stored: every significant digit, thousands grouped (Streamlit's sprintf prints %g
@@ -90,7 +95,7 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
             frame = frame.with_columns(pl.when(web.is_null()).then(pl.col("url")).alias("url (not a web link)"))
         frame = frame.with_columns(web)
         config["url"] = st.column_config.LinkColumn("url")
-    for name, width in (widths or {}).items():
+    for name, width in (TEXT_WIDTHS | dict(widths or {})).items():
         if name in frame.columns:
             config.setdefault(name, st.column_config.Column(LABELS.get(name, name)))["width"] = width
     order = [c for c in first if c in frame.columns] if first else []

@@ -13,7 +13,7 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
 WIDTHS = {"claim_id": 60, "metric": 170, "reported": 80, "recomputed": 90, "rel_diff": 80, "verdict": 100,
-          "explanation": 260}  # px: the claim, its figures, verdict, why and source fit at 1440px
+          "explanation": 200}  # px: the claim, its figures, verdict, why and source fit at 1440px
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")

@@ -14,8 +14,8 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"speedup (x)": "%.2fx", "baseline value": _ui.AS_STORED, "candidate value": _ui.AS_STORED,
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
-WIDTHS = {"model": 90, "baseline": 160, "candidate": 160, "speedup (x)": 80, "baseline TFLOPS/device published": 90,
-          "candidate TFLOPS/device published": 90, "caveats": 180}  # px: pair, ratio, TFLOPS, caveats, source at 1440px
+WIDTHS = {"model": 90, "baseline": 150, "candidate": 150, "speedup (x)": 80, "baseline TFLOPS/device published": 90,
+          "candidate TFLOPS/device published": 90, "caveats": 150}  # px: pair, ratio, TFLOPS, caveats, source at 1440px
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Speedups")

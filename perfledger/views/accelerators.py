@@ -101,7 +101,8 @@ def table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
                                                     store.results(engine, columns=_STORED_COLUMNS)), CATALOG_FIRST)
     if state.section == "head":
         rows = store.results(engine, accelerator_ids=list(state.accelerators), workload=store_workload(state.workload))
-        return hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators, not state.cross_source)
+        return reading_order(hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators,
+                                                         not state.cross_source), HEAD_FIRST)
     return _compare(state, engine)
 
 
@@ -109,6 +110,8 @@ _STORED_COLUMNS = ("accelerator_id", "model_id", "metric")
 # What a 1440px screen shows first. The catalog: the accelerator, its dense peaks, memory and power, its source.
 CATALOG_FIRST = ("accelerator", "name", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "memory (GB)", "bandwidth (TB/s)",
                  "TDP (W)", "source", "stored results")
+# The head-to-head: the pair, its ratio, its caveats and source; the values and per-peak ratios to the right.
+HEAD_FIRST = ("pair", "model", "metric", "ratio (second / first)", "caveats", "source", "first value", "second value")
 # The comparison: the accelerator and model, the normalized figure, the audit's warning and the source.
 COMPARE_FIRST = ("accelerator", "model", "normalized", "normalized unit", "warning", "source", "value", "unit",
                  "devices", "precision")

@@ -122,8 +122,8 @@ def table(state: ScalingView, engine: Engine) -> pl.DataFrame:
 
 # What a 1440px screen shows first: what scaled on what, the figure (computed efficiency or the stored ratio) and its
 # baseline and source; the long series label to the right.
-SHOWN_FIRST = ("model", "accelerator", "devices", "scaling efficiency", "throughput (tokens/s, all devices)", "value",
-               "unit", "baseline", "source", "kind", "ideal linear (tokens/s)", "scaling")
+SHOWN_FIRST = ("model", "accelerator", "devices", "scaling efficiency", "value", "unit", "source", "baseline",
+               "throughput (tokens/s, all devices)", "kind", "ideal linear (tokens/s)", "scaling")
 
 
 def rows_of_kind(table_frame: pl.DataFrame, prefix: str) -> pl.DataFrame:

@@ -1,0 +1,89 @@
+"""Tables that read right in a 1440x1000 window: on every page and section, the compared quantity, its value, the
+verdict or warning and the source are drawn whole inside the first screen's width (the grid draws, and lists in its
+accessible header, only the columns it paints; a column is whole when a painted column follows it or it is the
+table's last). A screenshot of each table as the window shows it is kept in test-artifacts/browser/."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page
+
+from ingest import pipeline
+from perfledger import store
+from tests.browser.conftest import (
+    ARTIFACTS,
+    LOGS,
+    VIEWPORT,
+    Server,
+    assert_no_exception,
+    open_app,
+    start_server,
+    stop_server,
+)
+
+pytestmark = pytest.mark.browser
+
+RUNS = ("nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt", "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt",
+        "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log")
+# (path, the columns that must be whole on the first screen, as the table labels them)
+KEY_COLUMNS = (
+    ("overview", ("kind", "result rows", "sources")),
+    ("speedups", ("model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
+                  "candidate TFLOPS/device published", "caveats", "source")),
+    ("speedups?p=fsdp", ("model", "baseline", "candidate", "speedup (x)", "caveats", "source")),
+    ("accelerators", ("accelerator", "model", "normalized", "normalized unit", "warning", "source")),
+    ("accelerators?s=head", ("pair", "model", "metric", "ratio (second / first)", "caveats", "source")),
+    ("accelerators?s=catalog", ("accelerator", "bf16 TFLOPS", "fp8 TFLOPS", "memory (GB)", "TDP (W)", "source")),
+    ("scaling", ("model", "accelerator", "devices", "scaling efficiency", "value", "source")),
+    ("scaling?s=sensitivity", ("model", "accelerator", "value", "unit", "baseline", "source")),
+    ("time-to-train", ("devices", "time (days)", "tokens/s/device", "basis")),
+    ("runs", ("id", "file", "model", "accelerator", "devices", "tokens/s/device")),
+    ("audit", ("claim", "metric", "reported", "recomputed", "relative diff", "verdict", "explanation", "source")),
+    ("mlperf", ("benchmark", "time to train (min)", "submitter", "accelerator × count", "run")),
+    ("sources", ("id", "kind", "url")),
+    ("sources?src=nv_blog_nemo_h200_2023", ("id", "metric", "value", "unit", "model", "accelerator", "devices")),
+)
+
+
+@pytest.fixture(scope="module")
+def tables_server(tmp_path_factory: pytest.TempPathFactory, seeded_template: Path) -> Iterator[Server]:
+    """A server on the seeded store with two MLPerf results and a NeMo log ingested."""
+    template = tmp_path_factory.mktemp("tables-template") / "perfledger.duckdb"
+    shutil.copy(seeded_template, template)
+    engine = store.engine_from_url(f"duckdb:///{template}")
+    for name in RUNS:
+        pipeline.ingest_path(engine, LOGS / name)
+    engine.dispose()
+    proc, srv = start_server(tmp_path_factory.mktemp("tables-server"), template)
+    yield srv
+    stop_server(proc)
+
+
+def whole_columns(page: Page) -> tuple[list[str], int]:
+    """The labels of the first table's columns painted whole in the window, and how many columns it has."""
+    table = page.locator('[data-testid="stDataFrame"]').first
+    table.scroll_into_view_if_needed()
+    headers = table.locator('[role="columnheader"]')
+    headers.first.wait_for(state="attached")
+    box = table.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORT["width"], box
+    count = int(table.locator('[role="grid"]').first.get_attribute("aria-colcount") or 0)
+    painted = [(int(h.get_attribute("aria-colindex") or 0), h.inner_text()) for h in headers.all()]
+    last = max(i for i, _ in painted)
+    return [label for i, label in painted if i < last or i == count], count
+
+
+@pytest.mark.parametrize(("path", "key"), KEY_COLUMNS, ids=[p for p, _ in KEY_COLUMNS])
+def test_the_key_columns_are_whole_on_the_first_screen(path: str, key: tuple[str, ...], tables_server: Server,
+                                                       page: Page) -> None:
+    open_app(page, tables_server, f"/{path}")
+    assert_no_exception(page)
+    whole, count = whole_columns(page)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"table-1440-{path.replace('?', '-').replace('=', '-')}.png"))
+    missing = [c for c in key if c not in whole]
+    assert not missing, f"{path}: {missing} not whole on the first screen; painted whole: {whole} of {count} columns"
