@@ -10,7 +10,7 @@ from perfledger import store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "percent", "tolerance": "percent",
+FORMATS = {"reported": _ui.AS_STORED, "recomputed": "%,.6g", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
 WIDTHS = {"claim_id": 60, "metric": 170, "reported": 80, "recomputed": 90, "rel_diff": 80, "verdict": 100,
           "explanation": 200}  # px: the claim, its figures, verdict, why and source fit at 1440px
