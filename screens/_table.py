@@ -68,12 +68,12 @@ def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.
 
 def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
                first: Sequence[str] = (), widths: Mapping[str, str | int] | None = None,
-               results: Sequence[str] = ()) -> None:
+               results: Sequence[str] = (), height: str | int = "auto") -> None:
     """The page's table: numbers formatted per column (printf style), sources linked to the Sources page, result
     ids (every '... result id' column, `claim_id` and the `results` columns) to their permalink and runs to their
     page, stored column names shown under readable labels, empty cells as MISSING, columns empty in every row left
     out, the `first` columns leftmost and the `widths` (px, or "small", "medium", "large") fixed, so what matters
-    fits the screen (the CSV keeps every column, in the view's order)."""
+    fits the screen (the CSV keeps every column, in the view's order); `height` "content" shows every row at once."""
     if frame.height > MAX_SHOWN_ROWS:  # 50,000 audited claims took seconds to send and draw, and no one reads them
         st.caption(f"The first {MAX_SHOWN_ROWS:,} of {frame.height:,} rows, in the table's order: narrow the filters "
                    "above to see others; Download CSV holds every row.")
@@ -101,4 +101,4 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
     order = [c for c in first if c in frame.columns] if first else []
     order += [c for c in frame.columns if c not in order] if order else []
     st.dataframe(as_sent(frame, config), hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
-                 placeholder=MISSING)
+                 placeholder=MISSING, height=height)

@@ -19,7 +19,13 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     _ui.keep_in_url(state)
     _ui.describe(state)
     detail = _ui.compute(PAGE, state, db, sortable=False)
-    _ui.show_table(detail, key="sources_result")
+    said = dict(zip(detail["field"].to_list(), detail["value"].to_list(), strict=True))  # the last of a repeated field
+    st.markdown(_ui.plain(f"{said['metric']} = {said['value']} {said['unit'] or ''} · {said['evidence'] or ''} · "
+                          f"{said['locator'] or 'no locator'}"))
+    if said.get("source_id"):
+        _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")
+    _ui.web_link(st, said.get("source_url"))
+    _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
     shown_in = detail.filter(detail["field"] == "shown in")["value"].to_list()
     st.markdown("**Shown in:** " + (" · ".join(f"[{_ui.plain(h)}]({h})" for h in shown_in) or "no page's table"))
     _ui.download(state, detail)

@@ -6,11 +6,11 @@ table's last). A screenshot of each table as the window shows it is kept in test
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from ingest import pipeline
 from perfledger import store
@@ -21,8 +21,11 @@ from tests.browser.conftest import (
     Server,
     assert_no_exception,
     open_app,
+    select,
+    settle,
     start_server,
     stop_server,
+    table_cells,
 )
 
 pytestmark = pytest.mark.browser
@@ -87,3 +90,33 @@ def test_the_key_columns_are_whole_on_the_first_screen(path: str, key: tuple[str
     page.screenshot(path=str(ARTIFACTS / f"table-1440-{path.replace('?', '-').replace('=', '-')}.png"))
     missing = [c for c in key if c not in whole]
     assert not missing, f"{path}: {missing} not whole on the first screen; painted whole: {whole} of {count} columns"
+
+
+def test_a_sort_chosen_on_the_page_goes_to_the_url_and_the_link_reopens_it(tables_server: Server, page: Page,
+                                                                          new_page: Callable[[], Page]) -> None:
+    open_app(page, tables_server, "/mlperf")
+    select(page, "Sort rows by", "time to train (min)")
+    page.get_by_text("Largest first").click()
+    settle(page)
+    assert "sort=time+to+train+%28min%29" in page.url or "sort=time%20to%20train%20%28min%29" in page.url, page.url
+    assert "desc=1" in page.url
+    again = new_page()
+    open_app(again, tables_server, page.url.removeprefix(tables_server.base))
+    assert_no_exception(again)
+    expect(again.get_by_role("combobox", name="Sort rows by")).to_have_value("time to train (min)")
+    cells = [c.strip() for c in table_cells(again, having="52.46")]
+    minutes = [c for c in cells if c.startswith(("52.46", "23.52"))]  # the grid's accessible copy: unformatted
+    assert [m[:5] for m in minutes] == ["52.46", "23.52"]  # the GPT-3 result's 52.46 min above the LoRA's 23.52
+    again.screenshot(path=str(ARTIFACTS / "table-1440-mlperf-sorted.png"))
+
+
+def test_a_results_permalink_opens_with_every_field(tables_server: Server, page: Page) -> None:
+    open_app(page, tables_server, "/sources?src=nv_blog_nemo_h200_2023")
+    link = page.locator('[data-testid="stDataFrame"] a[href*="result="]').first
+    href = link.get_attribute("href") if link.count() else "/sources?result=2"
+    open_app(page, tables_server, href.removeprefix(tables_server.base) if href else "/sources?result=2")
+    assert_no_exception(page)
+    expect(page.get_by_text("Shown in:")).to_be_visible()
+    cells = table_cells(page, having="locator")
+    assert "note" in cells and "source_url" in cells
+    page.screenshot(path=str(ARTIFACTS / "result-permalink.png"), full_page=True)
