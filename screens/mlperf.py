@@ -28,6 +28,10 @@ for column, (name, label) in zip(st.columns(len(FILTERS)), FILTERS, strict=True)
                                                         key=_ui.key(PAGE, name))})
 _ui.keep_in_url(state)
 _ui.describe(state)
+for name, label in FILTERS:
+    if unknown := [v for v in getattr(state, name) if v not in options[name]]:
+        st.info(_ui.plain(f"No stored MLPerf result has {label.lower()} {', '.join(map(repr, unknown))}."),
+                icon=":material/link_off:")
 st.caption("Time to train is MLPerf's score: run_stop - run_start of the result file, in minutes. The round is the "
            "one the file's name states (a result file does not print it). Columns marked *derived* are not MLPerf "
            "metrics: tokens/s from the trained tokens over the time to train, model TFLOP/s from those tokens/s "

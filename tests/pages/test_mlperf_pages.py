@@ -134,3 +134,9 @@ def test_an_uploaded_mlperf_result_previews_its_score_in_minutes(seeded_url: str
     assert preview["Devices"] == "512"
     assert float(preview["Model TFLOP/s/device (derived)"].replace(",", "")) > 700
     assert preview["Tokens/s/device (derived)"] != "—"
+
+
+def test_a_filter_value_no_stored_result_has_is_said(run_ids: dict[str, int], open_page: Callable[..., AppTest]) -> None:
+    at = open_page("mlperf", "org=Nobody")
+    assert not at.exception
+    assert "No stored MLPerf result has submitter 'Nobody'" in " ".join(i.value for i in at.info).replace("\\", "")
