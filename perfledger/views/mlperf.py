@@ -110,8 +110,8 @@ def why_no_tflops(config: Mapping[str, Any], figures: Mapping[str, float]) -> st
 
 def stored_figures(engine: Engine, run_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Per run: metric -> value of the results it stored, and the time to train's result id under "result id"."""
-    rows = store.results(engine, metric=[TTT_METRIC, "tokens_per_s", TOKEN_METRIC],
-                         columns=("id", "run_id", "metric", "value")).filter(pl.col("run_id").is_in(run_ids))
+    rows = store.results(engine, metric=[TTT_METRIC, "tokens_per_s", TOKEN_METRIC], run_ids=run_ids,
+                         columns=("id", "run_id", "metric", "value"))
     out: dict[int, dict[str, Any]] = {}
     for r in rows.sort("id").to_dicts():
         figures = out.setdefault(int(r["run_id"]), {})
@@ -156,9 +156,9 @@ _FILTERS = (("rounds", "round"), ("divisions", "division"), ("submitters", "subm
 @until_written(keep=4)
 def every_result(engine: Engine) -> pl.DataFrame:
     """Every stored MLPerf result, one row per result file, unfiltered and unsorted."""
-    ids = store.runs(engine).filter(pl.col("format") == MLPERF_FORMAT)["id"].to_list()
-    figures = stored_figures(engine, ids)
-    return frame_of([result_row(r, figures.get(i, {})) for i in ids if (r := store.run(engine, i)) is not None], SCHEMA)
+    runs = store.runs_of_format(engine, MLPERF_FORMAT)
+    figures = stored_figures(engine, [r.id for r in runs])
+    return frame_of([result_row(r, figures.get(r.id, {})) for r in runs], SCHEMA)
 
 
 def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
