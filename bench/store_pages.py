@@ -93,6 +93,9 @@ BARE_SQL = {
                   WHERE r.metric = 'tokens_per_s_per_device' AND run.format <> 'claims_csv'
                   ORDER BY r.run_id, r.id""",
     "audit": _RESULTS_SQL,
+    "mlperf": """SELECT r.id, r.file_name, r.config, x.id AS result_id, x.value / 60 AS minutes
+                 FROM run r LEFT JOIN result x ON x.run_id = r.id AND x.metric = 'time_to_train_s'
+                 WHERE r.format = 'mlperf' ORDER BY r.id DESC""",
     "sources": """SELECT s.id, s.kind, s.date, s.title, s.publisher, s.url, s.evidence,
                          coalesce(n.n, 0) AS n_results
                   FROM source s LEFT JOIN (SELECT source_id, count(*) AS n FROM result GROUP BY 1) n

@@ -49,6 +49,17 @@ def problems_field() -> Any:
     return field(default=(), compare=False, repr=False, metadata={"key": None})
 
 
+def sort_field() -> Any:
+    """The `sort` field every page state carries: the column its table is sorted by ("" keeps the table's order);
+    the page's table and its CSV are sorted alike (perfledger.views.columns.sorted_rows)."""
+    return key("sort", "", label="sorted by")
+
+
+def descending_field() -> Any:
+    """The `desc` field every page state carries: 1 sorts its `sort` column from the largest down."""
+    return key("desc", False, label="descending")
+
+
 def _url_fields(cls: type) -> list[tuple[Field[Any], Any]]:
     hints = get_type_hints(cls)
     return [(f, hints[f.name]) for f in fields(cls) if f.metadata.get("key")]

@@ -13,22 +13,14 @@ from screens import _ui
 __all__ = ["problems_caption", "show_claims_preview", "show_preview"]
 
 
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{unit}"
-
-
 def show_preview(pre: PreparedRun) -> None:
     """Format, steps and the steady-state figures the run would be stored with; notes as one list."""
     ss, cfg_ = pre.summary, pre.config
     what = " · ".join(str(cfg_[k]) for k in ("model", "accelerator", "precision") if cfg_.get(k))
     st.markdown(f"**{pre.format}** log · {pre.steps.rows:,} steps · {pre.skipped_lines:,} lines skipped"
                 + (f" · {_ui.plain(what)}" if what else ""))  # names as the log printed them: shown as text
-    m = st.columns(5)
-    m[0].metric("Steady tokens/s/device", _fmt(ss["tokens_per_s_per_device"], ",.0f"))
-    m[1].metric("Model TFLOP/s/device", _fmt(ss["model_tflops_per_device"], ",.1f"))
-    m[2].metric("MFU", _fmt(ss["mfu"], ".1%"))
-    m[3].metric("Median step time", _fmt(ss["step_time_s_median"], ".3f", " s"))
-    m[4].metric("Jitter (CV)", _fmt(ss["jitter_cv"], ".3f"))
+    for column, figure in zip(st.columns(5), up.preview_figures(pre.format, cfg_, ss, pre.results), strict=True):
+        column.metric(figure.label, figure.text, help=figure.help or None)
     if ss["first_step"] is not None:
         st.caption(f"Steady window: steps {ss['first_step']}–{ss['last_step']} ({ss['warmup_steps']} warm-up, "
                    f"{ss['stalls']} stalls excluded); {ss['rule_text']}"

@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
@@ -22,6 +23,14 @@ from perfledger.settings import Settings, load_settings
 from perfledger.views import links
 from perfledger.views.output import ImageFormat
 from perfledger.views.registry import Page
+from screens._table import (  # noqa: F401  (the pages read them as _ui.NAME)
+    AS_STORED,
+    LABELS,
+    MAX_SHOWN_ROWS,
+    MISSING,
+    as_sent,
+    show_table,
+)
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=^\"'&/@%;?])")
 # Where GitHub-flavoured Markdown makes a link of plain text: after parsing, Streamlit's renderer (remark-gfm) turns
@@ -155,6 +164,7 @@ def keep_in_url(state: Any) -> None:
     query = links.to(state).query
     st.query_params.from_dict(query)
     st.session_state[f"_url:{views.page_of(state).slug}"] = query
+    st.session_state[f"_state:{views.page_of(state).slug}"] = state
 
 
 def page_link(where: Any, label: str, link: links.Link, icon: str) -> None:
@@ -177,12 +187,26 @@ def stop_if_empty(db: Engine) -> None:
         st.stop()
 
 
-def compute(page: Page[Any], state: Any, db: Engine) -> pl.DataFrame:
-    """The page's table for `state`: the one query of this render (the download reuses it)."""
+def compute(page: Page[Any], state: Any, db: Engine, *, sortable: bool = True) -> pl.DataFrame:
+    """The page's table for `state`: the one query of this render (the download reuses it). A `sortable` table gets
+    a "Sort rows by" control whose choice goes to the URL (sort=, desc=), as `perfledger export` sorts it."""
     try:
-        return page.table(state, db)
+        table = page.table(state, db)
     except PerfledgerError as exc:
         render_error(exc)
+    if not sortable or not hasattr(state, "sort") or table.height < 2:
+        return table
+    if problem := views.columns.sort_problem(table, state.sort):
+        st.info(plain(problem), icon=":material/link_off:")
+    left, right, _ = st.columns([3, 2, 5], vertical_alignment="bottom")
+    options = ["", *table.columns]
+    column = str(left.selectbox("Sort rows by", options, index=options.index(state.sort) if state.sort in options else 0,
+                                key=key(page, "sort"), format_func=lambda c: LABELS.get(c, c) if c else "the table's order"))
+    descending = bool(right.toggle("Largest first", state.desc, key=key(page, "desc")))
+    if (column, descending) != (state.sort, state.desc):
+        keep_in_url(replace(state, sort=column, desc=descending))
+        table = views.columns.sorted_rows(page.table(replace(state, sort="", desc=False), db), column, descending)
+    return table
 
 
 def show_formula(page: Page[Any], inputs: Callable[[], pl.DataFrame | None] | None = None, note: str = "") -> None:
@@ -207,14 +231,24 @@ def show_formula(page: Page[Any], inputs: Callable[[], pl.DataFrame | None] | No
 
 def download(state: Any, table: pl.DataFrame) -> None:
     """Download CSV: the table on screen, rendered as `python -m perfledger export SLUG "QUERY"` renders it, when
-    the button is pressed (the Audit's 52,329 claims took 0.3 s to render on every visit)."""
-    link = links.to(state)
-    query = urlstate.query_string(state)
+    the button is pressed (the Audit's 52,329 claims took 0.3 s to render on every visit); the file is named after
+    the page and the view, so two views never download under one name."""
+    state = shown_state(state)
+    slug, query = views.page_of(state).slug, urlstate.query_string(state)
     st.download_button(
-        "Download CSV", functools.partial(views.render, table, "csv"), file_name=f"perfledger-{link.page.slug}.csv",
+        "Download CSV", functools.partial(views.render, table, "csv"), file_name=views.table_file_name(slug, query),
         mime="text/csv", icon=":material/download:", on_click="ignore",
-        help=f'Same bytes as: python -m perfledger export {link.page.slug} "{query}"',
+        help=f'Same bytes as: python -m perfledger export {slug} "{query}"',
     )
+
+
+def shown_state(state: Any) -> Any:
+    """The state the URL holds now: `state`, with the sort a control below the page's widgets wrote (compute)."""
+    latest = st.session_state.get(f"_state:{views.page_of(state).slug}")
+    if type(latest) is not type(state) or not hasattr(state, "sort"):
+        return state
+    unsorted = replace(latest, sort=state.sort, desc=state.desc)
+    return latest if unsorted == state else state
 
 
 _IMAGE_TYPES: tuple[tuple[ImageFormat, str], ...] = (("png", "image/png"), ("svg", "image/svg+xml"))
@@ -253,68 +287,6 @@ def describe(state: Any) -> None:
     for sentence in unknown:
         st.warning(plain(sentence), icon=":material/link_off:")
     st.subheader(plain(state.describe()), anchor=False)  # an anchor would put the URL's words in a link
-
-
-# Display names for stored column names (the CSV keeps the stored names; only the screen reads these).
-LABELS = {
-    "source_id": "source", "model_id": "model", "accelerator_id": "accelerator", "n_devices": "devices",
-    "seq_len": "seq len", "global_batch": "global batch", "framework_version": "framework version",
-    "file_name": "file", "ingested_at": "ingested (UTC)", "n_steps": "steps", "skipped_lines": "skipped lines",
-    "claim_id": "claim", "rel_diff": "relative diff", "n_results": "result rows", "mfu": "MFU",
-    "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
-    "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
-    "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
-}
-
-
-_SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
-
-
-MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keeps them all
-MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
-# A stored, quoted figure as stored: every significant digit, thousands grouped (Streamlit's sprintf prints %g
-# without a precision as the number's shortest text). "%,.4g" showed NVIDIA's 10,752 GPUs as 10,750.
-AS_STORED = "%,g"
-
-
-def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
-    """The frame as the browser gets it: each text column but the links dictionary-encoded, so a text repeated
-    down the rows travels once (the Scaling table's 2,000 rows: 923 KB -> 193 KB); the cells read the same."""
-    links_ = {name for name, column in config.items() if column.get("type_config", {}).get("type") == "link"}
-    return frame.with_columns(pl.col(name).cast(pl.Categorical) for name, dtype in frame.schema.items()
-                              if dtype == pl.String and name not in links_)
-
-
-def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
-               first: Sequence[str] = (), widths: Mapping[str, str | int] | None = None) -> None:
-    """The page's table: numbers formatted per column (printf style), sources linked to the Sources page,
-    stored column names shown under readable labels, empty cells as MISSING, the `first` columns leftmost and
-    the `widths` (px, or "small", "medium", "large") fixed, so what matters fits the screen (the CSV keeps its order)."""
-    if frame.height > MAX_SHOWN_ROWS:  # 50,000 audited claims took seconds to send and draw, and no one reads them
-        st.caption(f"The first {MAX_SHOWN_ROWS:,} of {frame.height:,} rows, in the table's order: narrow the filters "
-                   "above to see others; Download CSV holds every row.")
-        frame = frame.head(MAX_SHOWN_ROWS)
-    config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
-    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
-               for name, fmt in (formats or {}).items() if name in frame.columns}
-    for name in ("source", "source_id", "input_source"):
-        if name in frame.columns:
-            hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}
-            frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
-            config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=_SOURCE_TEXT)
-    if "url" in frame.columns:  # a link only for http(s); any other scheme (javascript:, data:) stays text
-        web = pl.Series("url", [web_url(v) for v in frame["url"].to_list()], dtype=pl.String)
-        if (frame["url"].is_not_null() & web.is_null()).any():
-            frame = frame.with_columns(pl.when(web.is_null()).then(pl.col("url")).alias("url (not a web link)"))
-        frame = frame.with_columns(web)
-        config["url"] = st.column_config.LinkColumn("url")
-    for name, width in (widths or {}).items():
-        if name in frame.columns:
-            config.setdefault(name, st.column_config.Column(LABELS.get(name, name)))["width"] = width
-    order = [c for c in first if c in frame.columns] if first else []
-    order += [c for c in frame.columns if c not in order] if order else []
-    st.dataframe(as_sent(frame, config), hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
-                 placeholder=MISSING)
 
 
 def choose(label: str, options: Sequence[str], current: str, *, key: str, fmt: Callable[[str], str] = str,

@@ -10,11 +10,10 @@ from perfledger import store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"reported": "localized", "recomputed": "localized", "rel_diff": "percent", "tolerance": "percent",
+FORMATS = {"reported": _ui.AS_STORED, "recomputed": "%,.6g", "rel_diff": "percent", "tolerance": "percent",
            "mfu_at_stated_precision": "percent", "tokens_per_s_per_device": "%,.0f"}
-# The claim, its figures in its own metric's unit, and the verdict; details to the right.
-SHOWN_FIRST = ("model_id", "accelerator_id", "n_devices", "metric", "reported", "recomputed", "unit", "rel_diff",
-               "verdict", "convention", "plausibility", "explanation", "inputs", "input_source")
+WIDTHS = {"claim_id": 60, "metric": 170, "reported": 80, "recomputed": 90, "rel_diff": 80, "verdict": 100,
+          "explanation": 200}  # px: the claim, its figures, verdict, why and source fit at 1440px
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Audit")
@@ -43,6 +42,7 @@ counts = views.verdict_counts(table)
 cols = st.columns(len(views.VERDICTS))
 for col, verdict in zip(cols, views.VERDICTS, strict=True):
     col.metric(verdict, counts.get(verdict, 0))
-_ui.show_table(views.with_input_rows(table), FORMATS, key="audit_table", first=SHOWN_FIRST)  # inputs: Sources links
+_ui.show_table(views.with_input_rows(table), FORMATS, key="audit_table", first=views.audit.SHOWN_FIRST,
+               widths=WIDTHS)  # inputs: Sources links
 _ui.download(state, table)
 _ui.show_formula(PAGE, note=state.rule().describe())

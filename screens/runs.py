@@ -10,13 +10,13 @@ from perfledger import charts, views
 from perfledger.views import runs as rv
 from screens import _ui
 from screens._delete import delete_panel
+from screens._mlperf import show_headline
 from screens._upload import upload_panel
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
            "step_time_s_median": "%.3f", "value": _ui.AS_STORED, "printed": _ui.AS_STORED, "recomputed": "%,.6g",
            "relative_difference": "percent"}
-SHOWN_FIRST = ("id", "file_name", "tokens_per_s_per_device", "mfu", "model_tflops_per_device")  # the run, its figures
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Runs")
@@ -24,14 +24,14 @@ st.title("Runs")
 
 upload_panel(PAGE)
 _ui.stop_if_empty(db)
-runs = _ui.compute(PAGE, replace(state, run=0, vs=()), db)
+runs = _ui.compute(PAGE, replace(state, run=0, vs=()), db, sortable=not state.run)
 if runs.height == 0:
     st.info("No runs ingested yet: upload a log above, or run `python -m ingest FILE` on the cluster.")
     st.stop()
 
 if not state.run:
     _ui.describe(state)
-    _ui.show_table(runs, FORMATS, key=_ui.key(PAGE, "table"), first=SHOWN_FIRST)
+    _ui.show_table(runs, FORMATS, key=_ui.key(PAGE, "table"))
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
         _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
@@ -40,7 +40,7 @@ if not state.run:
 
 ids = runs["id"].to_list()
 if state.run not in ids:
-    _ui.compute(PAGE, state, db)  # a run that does not exist is said as an error
+    _ui.compute(PAGE, state, db, sortable=False)  # a run that does not exist is said as an error
     st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
     st.stop()
 names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
@@ -57,18 +57,19 @@ state = replace(state, run=run_id, vs=tuple(str(i) for i in vs if i != run_id),
                 first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=_ui.key(PAGE, "w0"))))
 _ui.keep_in_url(state)
 
-steps = _ui.compute(PAGE, state, db)
+steps = _ui.compute(PAGE, state, db, sortable=False)
 row = rv.stored_run(db, state.run)
 st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
 st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
 summary = views.run_summary(state, steps)
 figures = rv.run_figures(db, row)
-if summary is None:
+headlined = show_headline(db, row, figures, FORMATS)  # an MLPerf result opens with its score, in minutes
+if summary is None and not headlined:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "
             "first; 'derived' marks a figure computed from the ones the file states.", icon=":material/info:")
     _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
-else:
+elif summary is not None:
     m = st.columns(4)
     m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",
                 delta_color="off", delta_arrow="off")
@@ -101,12 +102,12 @@ if state.compared():
                   f"overlay-{ch.column}", where=grid[i % 2])
     st.markdown("**Config diff**")
     _ui.show_table(views.config_diff(db, state.run, *state.compared()), key=_ui.key(PAGE, "diff"))
-if summary is not None and figures.height:
+if summary is not None and figures.height and not headlined:
     with st.expander("Figures stored for this run"):
         _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
-st.markdown("**Nearest published claims** for the same model and accelerator")
+st.markdown("**Nearest published claims** for the same model, accelerator and workload, beside this run's figures")
 if (claims := views.nearest_claims(db, state.run)).height:
-    _ui.show_table(claims, key=_ui.key(PAGE, "claims"))
+    _ui.show_table(claims, FORMATS, key=_ui.key(PAGE, "claims"))
 else:
     st.caption("No published claim in the ledger for this run's model and accelerator (or none named).")
 _ui.download(state, steps)

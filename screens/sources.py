@@ -15,6 +15,21 @@ state = _ui.page_state(PAGE)
 st.title("Sources")
 _ui.stop_if_empty(db)
 
+if state.result:  # a result's permalink: every field, its source, the audit's verdict, the views showing it
+    _ui.keep_in_url(state)
+    _ui.describe(state)
+    detail = _ui.compute(PAGE, state, db, sortable=False)
+    said = dict(zip(detail["field"].to_list(), detail["value"].to_list(), strict=True))  # the last of a repeated field
+    st.markdown(_ui.plain(f"{said['metric']} = {said['value']} {said['unit'] or ''} · {said['evidence'] or ''} · "
+                          f"{said['locator'] or 'no locator'}"))
+    if said.get("source_id"):
+        _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")
+    _ui.web_link(st, said.get("source_url"))
+    _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
+    shown_in = detail.filter(detail["field"] == "shown in")["value"].to_list()
+    st.markdown("**Shown in:** " + (" · ".join(f"[{_ui.plain(h)}]({h})" for h in shown_in) or "no page's table"))
+    _ui.download(state, detail)
+    st.stop()
 all_sources = store.sources(db)
 ids = all_sources["id"].to_list()
 c1, c2 = st.columns([3, 2])
@@ -36,7 +51,7 @@ if state.source:
     _ui.web_link(st, src["url"])
     st.caption(_ui.plain(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows"))
 table = _ui.compute(PAGE, state, db)
-_ui.show_table(table, {"value": _ui.AS_STORED}, key="sources_table")
+_ui.show_table(table, {"value": _ui.AS_STORED}, key="sources_table", results=("id",) if state.source else ())
 _ui.download(state, table)
 
 if not state.source:

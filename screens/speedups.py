@@ -14,7 +14,8 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"speedup (x)": "%.2fx", "baseline value": _ui.AS_STORED, "candidate value": _ui.AS_STORED,
            "baseline TFLOPS/device published": "%.0f", "baseline TFLOPS/device recomputed": "%.1f",
            "candidate TFLOPS/device published": "%.0f", "candidate TFLOPS/device recomputed": "%.1f"}
-WIDTHS = {"baseline": 190, "candidate": 190, "caveats": 400}  # px: the pair, its ratio and caveats fit at 1440px
+WIDTHS = {"model": 90, "baseline": 150, "candidate": 150, "speedup (x)": 80, "baseline TFLOPS/device published": 90,
+          "candidate TFLOPS/device published": 90, "caveats": 150}  # px: pair, ratio, TFLOPS, caveats, source at 1440px
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Speedups")

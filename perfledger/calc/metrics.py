@@ -178,3 +178,14 @@ def per_dollar_hour(value: float, usd_per_device_hour: float) -> float:
     470.0
     """
     return _positive("value", value) / _positive("usd_per_device_hour", usd_per_device_hour)
+
+
+def minutes(seconds: float) -> float:
+    """A duration in minutes, the unit MLPerf Training reports its time to train in.
+
+    minutes = seconds / 60     (min)
+
+    >>> round(minutes(3147.895), 2)  # NVIDIA Eos, 512 H100, GPT-3 175B (MLPerf Training v4.0)
+    52.46
+    """
+    return _positive("seconds", seconds) / 60.0

@@ -111,6 +111,7 @@ def results(
     source_ids: Sequence[str] | None = None,
     run_id: int | None = None,
     ids: Sequence[int] | None = None,
+    run_ids: Sequence[int] | None = None,
     workload: str | None = None,
     columns: Sequence[str] | None = None,
 ) -> pl.DataFrame:
@@ -139,6 +140,8 @@ def results(
         stmt = stmt.where(r.c.workload == workload)
     if ids is not None:
         stmt = stmt.where(r.c.id.in_(list(ids)))
+    if run_ids is not None:
+        stmt = stmt.where(r.c.run_id.in_(list(run_ids)))
     return query(engine, stmt)
 
 
@@ -262,9 +265,20 @@ def run(engine: Engine, run_id: int) -> RunRow | None:
     with _connection(engine, write=False) as conn:
         columns = [c for c in schema.run.c if c.name != "ran_at"]
         row = conn.execute(sa.select(*columns, run_date(conn)).where(schema.run.c.id == run_id)).mappings().first()
-    if row is None:
-        return None
-    data = dict(row)
+    return None if row is None else _run_row(dict(row))
+
+
+def runs_of_format(engine: Engine, fmt: str) -> list[RunRow]:
+    """Every stored run of one log format, whole (configuration and summary), newest first: one query."""
+    r = schema.run
+    with _connection(engine, write=False) as conn:
+        columns = [c for c in r.c if c.name != "ran_at"]
+        rows = conn.execute(sa.select(*columns, run_date(conn)).where(r.c.format == fmt)
+                            .order_by(r.c.id.desc())).mappings().all()
+    return [_run_row(dict(row)) for row in rows]
+
+
+def _run_row(data: dict[str, Any]) -> RunRow:
     return RunRow(
         **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes")},
         ingested_at=_utc(data["ingested_at"]),

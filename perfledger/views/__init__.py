@@ -18,8 +18,10 @@ from perfledger.views import (
     accelerators,
     audit,
     campaigns,
+    columns,
     hardware,
     links,
+    mlperf,
     overview,
     registry,
     runs,
@@ -43,6 +45,7 @@ from perfledger.views.output import (
     render,
     row_notes,
     rows_as_inputs,
+    table_file_name,
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
@@ -115,6 +118,7 @@ __all__ = [
     "chart_file_name",
     "chart_image",
     "chosen_row",
+    "columns",
     "config_diff",
     "export",
     "formula_of",
@@ -126,6 +130,7 @@ __all__ = [
     "link",
     "links",
     "measured_row",
+    "mlperf",
     "nearest_claims",
     "not_steady",
     "overview",
@@ -146,6 +151,7 @@ __all__ = [
     "speedups",
     "state_from_query",
     "table",
+    "table_file_name",
     "time_to_train",
     "unknown_in",
     "verdict_counts",

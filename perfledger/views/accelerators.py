@@ -29,6 +29,7 @@ from perfledger.views._shared import (
     store_workload,
 )
 from perfledger.views.audit import WARNING_KEYS, implausible_warnings
+from perfledger.views.columns import reading_order
 
 NORM_LABELS = {
     "device": "per device",
@@ -52,6 +53,8 @@ class AcceleratorView:
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
     accelerators: tuple[str, ...] = u.key("acc", ("a100-80gb", "h200"))
     cross_source: bool = u.key("xs", False)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
@@ -102,14 +105,24 @@ def _measured_peaks(engine: Engine) -> dict[tuple[str, str], float]:
 def table(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
     """The section's table: one model across hardware, the head-to-head pairs, or the catalog."""
     if state.section == "catalog":
-        return hardware.catalog_table(store.accelerators(engine), store.results(engine, columns=_STORED_COLUMNS))
+        return reading_order(hardware.catalog_table(store.accelerators(engine),
+                                                    store.results(engine, columns=_STORED_COLUMNS)), CATALOG_FIRST)
     if state.section == "head":
         rows = store.results(engine, accelerator_ids=list(state.accelerators), workload=store_workload(state.workload))
-        return hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators, not state.cross_source)
+        return reading_order(hardware.head_to_head_table(rows, store.accelerators(engine), state.accelerators,
+                                                         not state.cross_source), HEAD_FIRST)
     return _compare(state, engine)
 
 
 _STORED_COLUMNS = ("accelerator_id", "model_id", "metric")
+# What a 1440px screen shows first. The catalog: the accelerator, its dense peaks, memory and power, its source.
+CATALOG_FIRST = ("accelerator", "name", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "memory (GB)", "bandwidth (TB/s)",
+                 "TDP (W)", "source", "stored results")
+# The head-to-head: the pair, its ratio, its caveats and source; the values and per-peak ratios to the right.
+HEAD_FIRST = ("pair", "model", "metric", "ratio (second / first)", "caveats", "source", "first value", "second value")
+# The comparison: the accelerator and model, the normalized figure, the audit's warning and the source.
+COMPARE_FIRST = ("accelerator", "model", "normalized", "normalized unit", "warning", "source", "value", "unit",
+                 "devices", "precision")
 
 
 def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
@@ -133,7 +146,8 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
             "MFU vs measured peak": vs_measured(n.value, n.peak, achievable) if state.norm == "mfu" else None,
             "why": n.why, "source": r["source_id"], "result id": r["id"],
         })
-    return frame_of(out, ACCEL_SCHEMA).sort(["model", "normalized"], descending=[False, True], nulls_last=True)
+    return reading_order(frame_of(out, ACCEL_SCHEMA).sort(["model", "normalized"], descending=[False, True],
+                                                          nulls_last=True), COMPARE_FIRST)
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (

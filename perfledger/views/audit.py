@@ -33,6 +33,8 @@ class AuditView:
     tolerance: float = u.key("tol", audit.DEFAULT_TOLERANCE, low=0.0, high=1.0)
     workload: str = u.key("w", ALL_WORKLOADS, choices=WORKLOADS)
     cross_source: bool = u.key("xs", False)  # also pair claims with other sources' rows of the same configuration
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
@@ -49,6 +51,12 @@ class AuditView:
 
 def audit_rule(state: AuditView) -> audit.AuditRule:
     return state.rule()
+
+
+# What a 1440px screen shows first: the claim, its figure reported and recomputed, the verdict and why, the source;
+# the claim's configuration to the right (the CSV and `perfledger audit` keep the audit's own column order).
+SHOWN_FIRST = ("claim_id", "metric", "reported", "recomputed", "rel_diff", "verdict", "explanation", "source_id",
+               "model_id", "accelerator_id", "n_devices", "unit", "plausibility", "convention", "inputs", "input_source")
 
 
 def table(state: AuditView, engine: Engine) -> pl.DataFrame:

@@ -24,7 +24,9 @@ LIST_COLUMNS = ("id", "name", "kind", "imported_at", "attempts", "runs", "failed
 
 @dataclass(frozen=True)
 class CampaignsView:
-    campaign: int = u.key("c", 0, low=0)
+    campaign: int = u.key("c", 0, low=0, high=u.MAX_ID)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

@@ -44,6 +44,8 @@ class HistoryView:
     window: int = u.key("w", DEFAULT_WINDOW, low=1, high=50, label="runs before each that it is judged against")
     threshold: float = u.key("t", DEFAULT_THRESHOLD_PCT, low=0.0, high=100.0, label="regression threshold (%)")
     reference: float = u.key("r", 0.0, low=0.0, high=200.0, label="reference line (% of the vendor's figure)")
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

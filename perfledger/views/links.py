@@ -53,6 +53,11 @@ def source(source_id: str) -> Link:
     return to(SourcesView(source=source_id))
 
 
+def result(result_id: int) -> Link:
+    """A result's permalink: every field, the note, locator, source link, audit verdict and the views showing it."""
+    return to(SourcesView(result=result_id))
+
+
 def run(run_id: int) -> Link:
     """The Runs page showing one run's steps and steady state."""
     return to(RunsView(run=run_id))

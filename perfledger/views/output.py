@@ -72,13 +72,24 @@ _UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9._=,+-]+|\.{2,}")
 _MAX_STATE_CHARS = 80
 
 
-def chart_file_name(slug: str, chart: str, query: str, fmt: ImageFormat) -> str:
+def table_file_name(slug: str, query: str) -> str:
+    """`perfledger-SLUG[-QUERY].csv`: a page's table file, named after the page and the view's URL query (as
+    chart_file_name), so the CSVs of two views never share a name.
+
+    >>> table_file_name("speedups", "p=fsdp&sort=model")
+    'perfledger-speedups-p=fsdp_sort=model.csv'
+    """
+    return chart_file_name(slug, "", query, "csv")
+
+
+def chart_file_name(slug: str, chart: str, query: str, fmt: str) -> str:
     """`perfledger-SLUG-CHART[-QUERY].FMT`: the page, the chart and the view's URL query, in characters every file
-    system keeps; a long query is cut and ends in a hash of the whole, so two views never share a name."""
+    system keeps; a long query is cut and ends in a hash of the whole, so two views never share a name. An empty
+    `chart` names the page's table."""
     state = _UNSAFE_IN_FILE_NAME.sub("_", query.lstrip("?")).strip("._")
     if len(state) > _MAX_STATE_CHARS:
         state = f"{state[:_MAX_STATE_CHARS - 9]}-{hashlib.sha256(query.encode()).hexdigest()[:8]}"
-    name = _UNSAFE_IN_FILE_NAME.sub("_", chart).strip("._") or "chart"
+    name = (_UNSAFE_IN_FILE_NAME.sub("_", chart).strip("._") or "chart") if chart else ""
     return "-".join(part for part in ("perfledger", slug, name, state) if part) + f".{fmt}"
 
 

@@ -20,6 +20,8 @@ _COLUMNS = {"kind": "source_kind", "accelerator": "accelerator_id", "model": "mo
 @dataclass(frozen=True)
 class OverviewView:
     by: str = u.key("by", "kind", choices=GROUPINGS)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

@@ -8,7 +8,7 @@ screens/. Lookups read `PAGES` at call time, so a registry extended in a test is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import polars as pl
@@ -21,6 +21,7 @@ from perfledger.views import (
     audit,
     campaigns,
     history,
+    mlperf,
     overview,
     runs,
     scaling,
@@ -28,6 +29,7 @@ from perfledger.views import (
     speedups,
     time_to_train,
 )
+from perfledger.views.columns import sorted_rows
 from perfledger.views.remembered import until_written
 
 
@@ -62,8 +64,18 @@ class Page(Generic[S]):
 
 
 def _remembered(table: Callable[[S, Engine], pl.DataFrame]) -> Callable[[S, Engine], pl.DataFrame]:
-    """A page's table, remembered for its last 16 states until the store is written to (perfledger.views.remembered)."""
-    return until_written(keep=16)(table)
+    """A page's table, remembered for its last 16 states until the store is written to (perfledger.views.remembered),
+    its rows sorted as the state's `sort` and `desc` say: the remembered table is the unsorted one, so a new sort
+    of the same view recomputes nothing."""
+    remembered = until_written(keep=16)(table)
+
+    def sorted_table(state: S, engine: Engine) -> pl.DataFrame:
+        column, descending = getattr(state, "sort", ""), bool(getattr(state, "desc", False))
+        unsorted = replace(state, sort="", desc=False) if column or descending else state  # type: ignore[type-var]
+        return sorted_rows(remembered(unsorted, engine), column, descending)
+
+    sorted_table.__doc__ = table.__doc__
+    return sorted_table
 
 
 PAGES: tuple[Page[Any], ...] = (
@@ -85,6 +97,8 @@ PAGES: tuple[Page[Any], ...] = (
          history.HistoryView, _remembered(history.table), history.FORMULAS, "hi_"),
     Page("audit", "Audit", ":material/fact_check:", "screens/audit.py",
          audit.AuditView, _remembered(audit.table), audit.FORMULAS, "au_"),
+    Page("mlperf", "MLPerf results", ":material/trophy:", "screens/mlperf.py",
+         mlperf.MlperfView, _remembered(mlperf.table), mlperf.FORMULAS, "ml_"),
     Page("sources", "Sources", ":material/menu_book:", "screens/sources.py",
          sources.SourcesView, _remembered(sources.table), sources.FORMULAS, "so_"),
 )

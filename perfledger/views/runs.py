@@ -18,6 +18,7 @@ from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views.columns import reading_order
 from perfledger.views.upload import for_the_form
 
 X_AXES = ("step", "tokens")
@@ -32,6 +33,8 @@ class RunsView:
     last: int = u.key("w1", -1, low=-1)
     warmup_fraction: float = u.key("wf", 0.1, low=0.0, high=0.5)
     launch: int = u.key("launch", 0, low=0)  # 0: the launch the run is summarised over (its longest)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def compared(self) -> tuple[int, ...]:
@@ -63,9 +66,14 @@ def table(state: RunsView, engine: Engine) -> pl.DataFrame:
 IMPORT_FORMATS = ("claims_csv",)  # a row created by one of these is an import of published figures, not a run
 
 
+# The run list as a 1440px screen reads it: the run, what it trained on what, and its figures; details to the right.
+RUNS_FIRST = ("id", "file_name", "model", "accelerator", "n_devices", "tokens_per_s_per_device", "mfu",
+              "model_tflops_per_device", "format")
+
+
 def runs_list(frame: pl.DataFrame) -> pl.DataFrame:
     """The run list without claim imports: those are listed as imports of their source on the Sources page."""
-    return frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS)))
+    return reading_order(frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS))), RUNS_FIRST)
 
 
 def imported(row: RunRow) -> bool:
@@ -235,7 +243,10 @@ FIGURE_LABELS = {"time_to_train_s": "time to train", "tokens_per_s": "tokens/s (
 
 def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
     """The result rows a run produced (time to train first), each labelled with how it was obtained; for a run
-    that states its device count, tokens/s per device derived from its tokens/s is added and labelled so."""
+    that states its device count, tokens/s per device derived from its tokens/s is added and labelled so, and model
+    TFLOP/s per device from those tokens/s when the model and sequence length are known (views.mlperf)."""
+    from perfledger.views.mlperf import derived_tflops
+
     rows = store.results(engine, run_id=row.id, columns=["metric", "value", "unit", "evidence", "precision",
                                                          "n_devices", "note"])
     devices = row.config.get("n_devices")
@@ -244,6 +255,15 @@ def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
             pl.lit(TOKEN_METRIC).alias("metric"), pl.col("value") / devices, pl.lit("tokens/s/device").alias("unit"),
             pl.lit("derived").alias("evidence"), pl.lit(f"tokens/s (all devices) / {devices} devices").alias("note"))
         rows = pl.concat([rows, per_device])
+    stored = dict(zip(rows["metric"].to_list(), rows["value"].to_list(), strict=True))
+    tflops = derived_tflops(row.config, row.summary, stored) if TFLOPS_METRIC not in stored else None
+    if tflops is not None:
+        fpt = float((row.summary or {})["flops_per_token"])
+        rows = pl.concat([rows, pl.DataFrame([{
+            "metric": TFLOPS_METRIC, "value": tflops, "unit": "TFLOP/s/device", "evidence": "derived",
+            "precision": row.config.get("precision"), "n_devices": devices,
+            "note": f"tokens/s/device x {fpt / 1e9:,.1f} GFLOP/token ({row.config.get('model')} at seq len "
+                    f"{row.config.get('seq_len'):,}) / 1e12"}], schema=rows.schema)])
     rank = {m: i for i, m in enumerate(FIGURE_ORDER)}
     return rows.with_columns(
         pl.col("metric").replace_strict(FIGURE_LABELS, default=pl.col("metric")).alias("figure"),
@@ -285,18 +305,34 @@ def _text(v: Any) -> str | None:
     return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 
+CLAIM_METRICS = (TOKEN_METRIC, TFLOPS_METRIC, "mfu")
+CLAIMS_SCHEMA: dict[str, pl.DataType] = {
+    "figure from": pl.String(), "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
+    "n_devices": pl.Int64(), "precision": pl.String(), "framework": pl.String(), "workload": pl.String(),
+    "source_id": pl.String(), "result id": pl.Int64(),
+}
+
+
 def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:
-    """Published tokens/s/device and TFLOPS rows for the run's model and accelerator."""
+    """Published tokens/s/device, TFLOPS and MFU rows for the run's model, accelerator and workload (a fine-tuning
+    run is not set beside pretraining claims), after the run's own figures of those metrics (derived ones marked)."""
     r = store.run(engine, run_id)
-    if r is None:
-        return store.results(engine, model_ids=[])
-    model, acc = r.config.get("model"), r.config.get("accelerator")
-    rows = store.results(engine, metric=[TOKEN_METRIC, TFLOPS_METRIC, "mfu"], model_ids=[str(model)],
-                         accelerator_ids=[str(acc)])
-    return rows.filter(pl.col("run_id").is_null()).select(
-        "id", "source_id", "n_devices", "precision", "framework", "metric", "value", "unit")
-
-
+    if r is None or not r.config.get("model") or not r.config.get("accelerator"):
+        return pl.DataFrame(schema=CLAIMS_SCHEMA)
+    workload = r.config.get("workload")
+    rows = store.results(engine, metric=list(CLAIM_METRICS), model_ids=[str(r.config["model"])],
+                         accelerator_ids=[str(r.config["accelerator"])], workload=workload)
+    published = rows.filter(pl.col("run_id").is_null()).select(
+        pl.lit("published").alias("figure from"), "metric", "value", "unit", "n_devices", "precision", "framework",
+        "workload", "source_id", pl.col("id").alias("result id"))
+    own = run_figures(engine, r).filter(pl.col("figure").is_in([FIGURE_LABELS[m] for m in CLAIM_METRICS]))
+    mine = own.select(
+        pl.format("this run ({})", pl.col("evidence")).alias("figure from"),
+        pl.col("figure").replace_strict({FIGURE_LABELS[m]: m for m in CLAIM_METRICS}).alias("metric"),
+        "value", "unit", "n_devices", "precision", pl.lit(r.config.get("framework")).alias("framework"),
+        pl.lit(workload).alias("workload"), pl.lit(None, pl.String).alias("source_id"),
+        pl.lit(None, pl.Int64).alias("result id"))
+    return pl.concat([mine.cast(CLAIMS_SCHEMA), published.cast(CLAIMS_SCHEMA)])  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from perfledger.views._shared import (
     frame_of,
     store_workload,
 )
+from perfledger.views.columns import reading_order
 
 SECTIONS = ("scaling", "sensitivity")
 # The Scaling section draws one chart at a time: two stacked (480 px of lines, up to 60 bars) pushed the table
@@ -39,6 +40,8 @@ class ScalingView:
     models: tuple[str, ...] = u.key("m", ())
     accelerators: tuple[str, ...] = u.key("a", ())
     chart: str = u.key("c", "computed", choices=CHARTS)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
@@ -117,7 +120,14 @@ def table(state: ScalingView, engine: Engine) -> pl.DataFrame:
                          columns=_SCALING_INPUTS)
     sensitivity = state.section == "sensitivity"
     records = ([] if sensitivity else _computed(rows)) + _stored(rows, sensitivity)
-    return frame_of(records, SCALING_SCHEMA).sort(["kind", "series", "devices"], nulls_last=True)
+    return reading_order(frame_of(records, SCALING_SCHEMA).sort(["kind", "series", "devices"], nulls_last=True),
+                         SHOWN_FIRST)
+
+
+# What a 1440px screen shows first: what scaled on what, the figure (computed efficiency or the stored ratio) and its
+# baseline and source; the long series label to the right.
+SHOWN_FIRST = ("model", "accelerator", "devices", "scaling efficiency", "value", "unit", "source", "baseline",
+               "throughput (tokens/s, all devices)", "kind", "ideal linear (tokens/s)", "scaling")
 
 
 def rows_of_kind(table_frame: pl.DataFrame, prefix: str) -> pl.DataFrame:

@@ -19,17 +19,31 @@ from perfledger.vocabulary import LogFormat, SourceKind
 class SourcesView:
     source: str = u.key("src", "")
     kinds: tuple[str, ...] = u.key("k", (), choices=tuple(SourceKind))
+    result: int = u.key("result", 0, low=0, label="result")
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
+        if self.result:
+            return f"Result {self.result}: every stored field, its source, the audit's verdict and the views showing it"
         return f"Rows backed by source {self.source}" if self.source else "Every source and the rows it backs"
 
 
+# A source's rows as a 1440px screen reads them: the figure, its value and unit, then where it was printed.
+SOURCE_ROWS = ("id", "metric", "value", "unit", "model_id", "accelerator_id", "n_devices", "evidence", "locator",
+               "framework", "note")
+
+
 def table(state: SourcesView, engine: Engine) -> pl.DataFrame:
+    """A result's fields (result=ID), a source's rows (src=ID), or every source."""
+    if state.result:
+        from perfledger.views.permalink import detail
+
+        return detail(engine, state.result)
     if state.source:
         rows = store.results(engine, source_ids=[state.source])
-        return rows.select("id", "model_id", "accelerator_id", "n_devices", "framework", "metric", "value", "unit",
-                           "evidence", "locator")
+        return rows.select(SOURCE_ROWS)
     frame = store.sources(engine)
     if state.kinds:
         frame = frame.filter(pl.col("kind").is_in(list(state.kinds)))

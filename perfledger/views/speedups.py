@@ -27,6 +27,7 @@ from perfledger.views._shared import (
     of_workload,
     rows_by_id,
 )
+from perfledger.views.columns import reading_order
 
 SPEEDUP_PRESETS = ("nemo", "fsdp", "rlhf", "custom")
 PRESET_LABELS = {"nemo": "H200 vs A100 (NeMo)", "fsdp": "FSDP vs 3D", "rlhf": "RLHF ± TensorRT-LLM",
@@ -81,6 +82,8 @@ class SpeedupView:
     cand_precision: str = u.key("cp", "")
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
     workload: str = u.key("w", "pretrain", choices=WORKLOADS)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def caveat(self) -> str:
@@ -239,8 +242,13 @@ def table(state: SpeedupView, engine: Engine) -> pl.DataFrame:
     frame = frame_of(_computed_pairs(rows, preset, models, state.formula) + _stored_ratios(rows, preset),
                      SPEEDUP_SCHEMA)
     order = {m: i for i, m in enumerate(preset.models)}
-    return frame.with_columns(pl.col("model").replace_strict(order, default=len(order)).alias("_o")).sort(
-        ["kind", "_o", "candidate devices"], nulls_last=True).drop("_o")
+    return reading_order(frame.with_columns(pl.col("model").replace_strict(order, default=len(order)).alias("_o")).sort(
+        ["kind", "_o", "candidate devices"], nulls_last=True).drop("_o"), SHOWN_FIRST)
+
+
+# What a 1440px screen shows first: the pair, its ratio, the published TFLOPS of each side, the caveats and the source.
+SHOWN_FIRST = ("model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
+               "candidate TFLOPS/device published", "caveats", "source")
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (metrics.speedup, metrics.model_tflops, flops.nemo)

@@ -41,6 +41,8 @@ class TimeToTrainView:
     workload: str = u.key("w", "pretrain", choices=WORKLOADS)  # of the measured rows offered
     usd_per_hour: float = u.key("usd", 0.0, low=0.0, high=1000.0)
     formula: str = u.key("f", flops.DEFAULT_FORMULA, choices=FORMULA_NAMES)
+    sort: str = u.sort_field()
+    desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:

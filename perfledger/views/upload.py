@@ -5,7 +5,7 @@ change did, in one sentence; and the command line's flag advice as the form's us
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -87,3 +87,43 @@ def for_the_form(text: str) -> str:
 def refused_reading(counts: Mapping[str, int]) -> list[str]:
     """A claims file's rows refused while it was read, counted by reason: "2 rows: no value"."""
     return [f"{n:,} row{'s' if n != 1 else ''}: {why}" for why, n in sorted(counts.items())]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One headline figure of an upload's preview: its label, its value as text ("—" when not known), and how it
+    was obtained."""
+
+    label: str
+    text: str
+    help: str = ""
+
+
+def _text(value: float | None, spec: str, unit: str = "") -> str:
+    return "—" if value is None else f"{value:{spec}}{unit}"
+
+
+def preview_figures(file_format: str, config: Mapping[str, Any], summary: Mapping[str, Any],
+                    results: Sequence[Any]) -> tuple[Figure, ...]:
+    """The figures an upload's preview leads with. A result file that states a time to train (an MLPerf result)
+    leads with it, in minutes as MLPerf reports it, with the figures derived from it labelled so; any other log
+    with its steady-state figures. `results` are the prepared run's result records (metric, value)."""
+    from perfledger.calc.metrics import minutes
+    from perfledger.views.mlperf import derived_tflops, per_device_tokens
+
+    stated = {r.metric: r.value for r in results if r.value is not None}
+    seconds = stated.get("time_to_train_s")
+    if seconds and (file_format == "mlperf" or summary.get("tokens_per_s_per_device") is None):
+        return (Figure("Time to train", _text(minutes(seconds), ",.2f", " min"),
+                       "run_stop - run_start, in minutes as MLPerf reports it"),
+                Figure("Tokens/s/device (derived)", _text(per_device_tokens(config, stated), ",.1f"),
+                       "trained tokens over the time to train, per device: not an MLPerf metric"),
+                Figure("Model TFLOP/s/device (derived)", _text(derived_tflops(config, summary, stated), ",.1f"),
+                       "tokens/s per device x the model's FLOPs per token at the stated sequence length / 1e12"),
+                Figure("Samples/s", _text(stated.get("samples_per_s"), ",.4g"), "as the file logs it"),
+                Figure("Devices", _text(config.get("n_devices"), ",d")))
+    return (Figure("Steady tokens/s/device", _text(summary.get("tokens_per_s_per_device"), ",.0f")),
+            Figure("Model TFLOP/s/device", _text(summary.get("model_tflops_per_device"), ",.1f")),
+            Figure("MFU", _text(summary.get("mfu"), ".1%")),
+            Figure("Median step time", _text(summary.get("step_time_s_median"), ".3f", " s")),
+            Figure("Jitter (CV)", _text(summary.get("jitter_cv"), ".3f")))

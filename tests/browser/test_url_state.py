@@ -70,7 +70,8 @@ def test_speedups_selection_survives_a_copied_link(server: Server, new_page: Cal
 
     fresh = _reopen(new_page, server, url)
     expect(fresh.locator('[data-testid="stButtonGroup"] button[aria-checked="true"]')).to_have_text("FSDP vs 3D")
-    expect(fresh.locator('[data-testid="stSelectbox"] input')).to_have_value("6N (parameters only)")
+    formula = fresh.locator('[data-testid="stSelectbox"]').filter(has_text="FLOPs formula")
+    expect(formula.locator("input")).to_have_value("6N (parameters only)")
     assert table_cells(fresh, having=cells[0]) == cells
     assert_download_equals_export(fresh, server, "speedups")
 

@@ -8,7 +8,11 @@ import re
 from collections.abc import Callable
 
 import polars as pl
+import pytest
+from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
+
+from screens._ui import AS_STORED
 
 SOURCE = "nv_blog_nemo_h200_2023"
 
@@ -70,3 +74,36 @@ def test_the_accelerators_bars_and_table_quote_the_stored_figure(seeded_url: str
     data = pl.from_pandas(at.dataframe[0].value).filter(pl.col("normalized").is_not_null())
     labels = [d3(v, label["format"]) for v in data["normalized"].to_list()]
     assert "16,913" in labels, labels
+
+
+QUOTED = ("value", "reported", "printed", "baseline value", "candidate value", "first value", "second value",
+          "time to train (s)")  # stored, quoted figures: shown with every digit
+VIEWS = (("speedups", ""), ("accelerators", "m=llama2-70b,llama2-7b"),
+         ("accelerators", "s=head"), ("scaling", ""), ("scaling", "s=sensitivity"), ("audit", ""),
+         ("sources", f"src={SOURCE}"), ("mlperf", ""), ("runs", "run=RUN"))
+
+
+@pytest.mark.parametrize(("slug", "query"), VIEWS, ids=[f"{s}?{q}" for s, q in VIEWS])
+def test_every_quoted_figure_a_page_draws_is_the_stored_one_with_every_digit(
+        slug: str, query: str, seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    from ingest import pipeline
+    from perfledger import views
+    from tests.conftest import LOGS
+
+    run = pipeline.ingest_path(seeded_engine, LOGS / "nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt").run_id
+    query = query.replace("RUN", str(run))
+    at = open_page(slug, query)
+    assert not at.exception, at.exception
+    expected = views.export(slug, query, seeded_engine, "json")
+    table = json.loads(expected)
+    checked = 0
+    for index, element in enumerate(at.dataframe):
+        config = json.loads(element.proto.columns)
+        for column in (c for c in QUOTED if c in element.value.columns):
+            assert config[column]["type_config"]["format"] == AS_STORED, (slug, column)
+            values = element.value[column].dropna().tolist()
+            assert shown(at, index, column) == [_grouped(js_number(v)) for v in values]
+            if index == 0 and slug != "runs":  # the page's own table: the numbers `perfledger export` prints
+                assert values == [r[column] for r in table if r[column] is not None]
+            checked += len(values)
+    assert checked, f"{slug}?{query} draws no quoted figure"

@@ -31,28 +31,56 @@ def test_every_table_shows_an_empty_cell_as_a_dash(
         run = pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out").run_id
         assert [t.proto.placeholder for t in open_page(slug).dataframe] == ["—"]
         query = f"run={run}"
+    if slug == "mlperf":
+        pipeline.ingest_path(seeded_engine, LOGS / "nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt")
     at = open_page(slug, query)
     assert not at.exception, at.exception
     assert at.dataframe, f"{slug} draws no table"
     assert [t.proto.placeholder for t in at.dataframe] == ["—"] * len(at.dataframe)
 
 
-def test_speedups_keep_the_pair_its_ratio_and_its_caveats_on_a_1440px_screen(
+def test_speedups_keep_the_pair_its_ratio_published_tflops_caveats_and_source_on_a_1440px_screen(
         seeded_url: str, open_page: Callable[..., AppTest]) -> None:
-    for query in ("", "p=fsdp"):
-        table = open_page("speedups", query).dataframe[0]
-        shown = table.value.columns.tolist()
-        assert shown[:5] == ["model", "baseline", "candidate", "speedup (x)", "caveats"], shown
-        config = _columns(table)
-        fixed = sum(int(config[c]["width"]) for c in ("baseline", "candidate", "caveats"))
-        assert fixed + 70 + 90 <= TABLE_WIDTH_PX  # the model and speedup columns as drawn: 70 and 83 px
+    first = ["model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
+             "candidate TFLOPS/device published", "caveats", "source"]
+    table = open_page("speedups").dataframe[0]
+    assert table.value.columns.tolist()[:8] == first
+    config = _columns(table)
+    assert sum(int(config[c]["width"]) for c in first[:-1]) + 110 <= TABLE_WIDTH_PX  # the source id: about 110 px
+    shown = table.value.dropna(subset=["candidate TFLOPS/device published"])
+    assert shown["candidate TFLOPS/device published"].tolist() == [779, 822, 836]
+    assert shown["baseline TFLOPS/device published"].tolist() == [211, 206, 201]
+    fsdp = open_page("speedups", "p=fsdp").dataframe[0].value.columns.tolist()
+    assert "baseline TFLOPS/device published" not in fsdp  # empty in every row: left off the screen, kept in the CSV
+    assert fsdp[:6] == ["model", "baseline", "candidate", "speedup (x)", "caveats", "source"]
 
 
-def test_runs_list_shows_throughput_and_mfu_next_to_the_run_name(
+def test_runs_list_shows_model_accelerator_devices_and_throughput_next_to_the_run_name(
         seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
     pipeline.ingest_path(seeded_engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
+    pipeline.ingest_path(seeded_engine, LOGS / "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt")
     table = open_page("runs").dataframe[0]
-    assert list(table.proto.column_order)[:4] == ["id", "file_name", "tokens_per_s_per_device", "mfu"]
+    assert table.value.columns.tolist()[:6] == ["id", "file_name", "model", "accelerator", "n_devices",
+                                                "tokens_per_s_per_device"]
+
+
+def test_scaling_sensitivity_starts_with_what_scaled_not_with_empty_columns(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    shown = open_page("scaling", "s=sensitivity").dataframe[0].value
+    assert shown.columns.tolist()[:4] == ["model", "accelerator", "devices", "value"]
+    assert all(shown[c].notna().any() for c in shown.columns)  # no column empty in every row
+
+
+def test_catalog_shows_peaks_and_memory_beside_the_accelerator(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    shown = open_page("accelerators", "s=catalog").dataframe[0].value.columns.tolist()
+    assert shown[:8] == ["accelerator", "name", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "memory (GB)",
+                         "bandwidth (TB/s)", "TDP (W)"]
+
+
+def test_audit_shows_the_metric_verdict_and_explanation_first(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("audit").dataframe[0]
+    assert list(table.proto.column_order)[:8] == ["claim_id", "metric", "reported", "recomputed", "rel_diff", "verdict",
+                                                  "explanation", "source_id"]
 
 
 def _long_table() -> None:
