@@ -26,6 +26,7 @@ VIEWS = {  # each page's default view, and views whose rows leave fields unstate
     "runs": ["", "run=1"],
     "campaigns": [""],
     "history": ["", "y=mfu"],
+    "mlperf": [""],
     "audit": [""],
     "sources": ["", "src=nv_blog_nemo_h200_2023"],
 }
