@@ -28,12 +28,15 @@ V = TypeVar("V")
 
 
 class Limited(io.RawIOBase):
-    """Reads through to `inner`, hashing what passes and refusing more than `limit` bytes."""
+    """Reads through to `inner`, hashing what passes and refusing more than `limit` bytes; `watch`, when given, sees
+    every byte that passes too (a second reader of the same pass)."""
 
-    def __init__(self, inner: BinaryIO, file_name: str, limit: int | None) -> None:
+    def __init__(self, inner: BinaryIO, file_name: str, limit: int | None,
+                 watch: Callable[[bytes], None] | None = None) -> None:
         self.inner = inner
         self.file_name = file_name
         self.limit = limit
+        self.watch = watch
         self.count = 0
         self.sha = hashlib.sha256()
 
@@ -49,6 +52,8 @@ class Limited(io.RawIOBase):
             raise FileTooLarge(self.file_name, None,
                                f"larger than the {self.limit // 2**20} MB limit once decompressed; nothing was stored")
         self.sha.update(memoryview(buffer)[:n])
+        if self.watch is not None:
+            self.watch(bytes(memoryview(buffer)[:n]))
         return int(n)
 
 
