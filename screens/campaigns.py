@@ -64,6 +64,17 @@ table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, FORMATS, key="campaign_attempts")
 _ui.download(state, table)
 
+st.subheader("Its runs, and each configuration over time")
+st.caption("In CI, judge every run of this campaign against its configuration's recent history (exit 1 on a "
+           "regression):")
+st.code(views.campaigns.check_command(state.campaign), language="bash")
+for label, history_state in views.campaigns.history_views(db, state.campaign):
+    _ui.page_link(st, label, views.links.to(history_state), ":material/timeline:")
+run_views = views.campaigns.run_views(db, state.campaign)
+with st.expander(f"Open one of its {len(run_views)} stored runs"):
+    for label, run_state in run_views:
+        _ui.page_link(st, label, views.links.to(run_state), ":material/open_in_new:")
+
 st.subheader("Repeats")
 st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "
            "interquartile range, min-max and n. `overlaps` names the configurations whose IQR overlaps this one's: "
