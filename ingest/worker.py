@@ -3,6 +3,8 @@ or needs much memory stops its own process, and the server keeps answering every
 
     python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle)
     python -m ingest.worker save FOLDER --timeout-s N --memory-mb N      (FOLDER/prepared.pickle -> the store)
+    python -m ingest.worker campaign FOLDER --timeout-s N --memory-mb N  (FOLDER/upload, a zipped folder -> the
+                                                                          store, as one campaign)
 
 The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child limits its own
 address space (RLIMIT_AS) and has the kernel end it shortly after the time limit even if nobody waits for it;
@@ -110,7 +112,7 @@ class Job:
 
     def outcome(self) -> dict[str, Any]:
         """The child's result.json once it ended well; else the limit it hit or what it said, as IngestStopped."""
-        verb = "read" if self.what == "prepare" else "store"
+        verb = {"prepare": "read", "save": "store"}.get(self.what, "import")
         if self.timed_out or self.proc.returncode == -signal.SIGALRM:
             raise IngestStopped(f"the upload took longer than {self.limits.timeout_s:g} s to {verb} and was stopped; "
                                 "nothing was stored")
@@ -150,6 +152,33 @@ def start_prepare(raw: bytes, file_name: str, db_url: str, limit: int | None, li
     request = {"file_name": printable(file_name), "limit": limit, "overrides": dict(overrides or {})}
     (folder / "request.json").write_text(json.dumps(request))
     return Job("prepare", folder, db_url, limits)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CampaignDone:
+    """What a worker's campaign import did: the campaign (None when every file was refused) and what it read."""
+
+    campaign_id: int | None
+    created: bool
+    kind: str
+    attempts: int
+    refusals: tuple[str, ...]
+
+
+def start_campaign(raw: bytes, file_name: str, db_url: str, limit: int, limits: Limits) -> Job:
+    """A worker that unpacks a zipped folder and imports it as one campaign (ingest.campaign.import_folder), under
+    the same time and memory limits as a log's upload, for the whole folder."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
+    (folder / "upload").write_bytes(raw)
+    (folder / "request.json").write_text(json.dumps({"file_name": printable(file_name), "limit": limit}))
+    return Job("campaign", folder, db_url, limits)
+
+
+def campaign_from(job: Job) -> CampaignDone:
+    """The outcome of a finished campaign job (its folder is the caller's to remove: Job.cancel)."""
+    ok = job.outcome()["ok"]
+    return CampaignDone(campaign_id=ok["campaign_id"], created=bool(ok["created"]), kind=str(ok["kind"]),
+                        attempts=int(ok["attempts"]), refusals=tuple(str(r) for r in ok["refusals"]))
 
 
 def start_save(prepared: Prepared, db_url: str, limits: Limits) -> Job:
@@ -260,9 +289,29 @@ def _save(folder: Path) -> dict[str, Any]:
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
 
 
+def _campaign(folder: Path) -> dict[str, Any]:
+    from ingest.campaign import import_folder
+    from ingest.campaign_zip import unpack_zip
+    from perfledger import store
+
+    request = json.loads((folder / "request.json").read_text())
+    tempfile.tempdir = str(folder)
+    limit = int(request["limit"])
+    unpacked = unpack_zip((folder / "upload").read_bytes(), request["file_name"], folder / "unpacked", limit=limit)
+    (folder / "upload").unlink()
+    done = import_folder(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), unpacked, limit=limit)
+    saved = done.saved
+    return {"ok": {"campaign_id": saved.campaign_id if saved else None, "created": bool(saved and saved.created),
+                   "kind": done.plan.kind.value, "attempts": len(done.plan.attempts),
+                   "refusals": list(done.plan.refusals)}}
+
+
+_STEPS: dict[str, Callable[[Path], dict[str, Any]]] = {"prepare": _prepare, "save": _save, "campaign": _campaign}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ingest.worker")
-    p.add_argument("what", choices=("prepare", "save"))
+    p.add_argument("what", choices=tuple(_STEPS))
     p.add_argument("folder", type=Path)
     p.add_argument("--timeout-s", type=float, required=True)
     p.add_argument("--memory-mb", type=int, required=True)
@@ -270,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _limit_self(Limits(args.timeout_s, args.memory_mb))
     result: dict[str, Any]
     try:
-        result = (_prepare if args.what == "prepare" else _save)(args.folder)
+        result = _STEPS[args.what](args.folder)
     except (MemoryError, ImportError, OSError) as exc:
         if not out_of_memory(exc):
             raise
