@@ -24,7 +24,8 @@ listed = store.campaigns(db)
 ids = [0, *listed["id"].to_list()]
 names = dict(zip(listed["id"].to_list(), listed["name"].to_list(), strict=True))
 picked = st.selectbox("Campaign", ids, index=ids.index(state.campaign) if state.campaign in ids else 0,
-                      key=_ui.key(PAGE, "c"), format_func=lambda i: _ui.plain(f"{i}: {names[i]}") if i else "every campaign")
+                      key=_ui.key(PAGE, "c"),  # an option is shown as plain text: not escaped as Markdown is
+                      format_func=lambda i: f"{i}: {names[i]}" if i else "every campaign")
 if state.campaign and state.campaign not in ids:
     st.warning(f"There is no campaign {state.campaign}; showing every campaign.")
 state = replace(state, campaign=picked)

@@ -57,3 +57,4 @@ def test_the_list_names_every_campaign(seeded_engine: Engine, open_page: Callabl
     assert not at.exception, at.exception
     listed = at.dataframe[0].value
     assert listed["name"].tolist() == ["dgxc_llama31_405b_gb200_jobs"] and listed["kind"].tolist() == ["job table"]
+    assert at.selectbox(key="ca_c").options == ["every campaign", "1: dgxc_llama31_405b_gb200_jobs"]  # not escaped
