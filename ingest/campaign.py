@@ -144,10 +144,11 @@ def _refusal(shown: str, exc: BaseException) -> str:
 
 def _log_attempt(path: Path, shown: str, given: Hints, limit: int | None, engine: store.Engine | None,
                  digests: list[str]) -> Attempt:
-    scan = files.scan_file(path, shown, limit)
+    scanning = files.ContentScan()  # rides along the parse: the log is read once
     with open_regular(path, shown) as handle:
-        prepared = prepare(handle, shown, given, engine=engine, limit=limit)
+        prepared = prepare(handle, shown, given, engine=engine, limit=limit, watch=scanning.feed)
     try:
+        scan = scanning.finish()
         if prepared.format is LogFormat.CLAIMS_CSV:
             raise ParseError(shown, None, "a claims file, not a run: import it on its own (python -m ingest FILE)")
         digests.append(f"{shown}:{scan.sha256}")

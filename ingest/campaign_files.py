@@ -25,6 +25,7 @@ from perfledger.vocabulary import OutcomeKind
 CONFIG_SUFFIXES = (".slurm", ".sbatch", ".sh", ".yaml", ".yml", ".toml", ".cfg", ".ini")
 DOCUMENT_SUFFIXES = (".md", ".rst", ".pdf", ".png", ".jpg", ".jpeg", ".svg", ".html")  # a folder's notes: listed
 SQLITE_MAGIC = b"SQLite format 3\x00"
+SUBMISSION_BYTES = 1 << 20  # MLPerf result files state their submission keys near the top
 # The columns of llmb-run's job table (NVIDIA dgxc-benchmarking, cli/llmb-run/src/llmb_run/job_history.py)
 JOB_TABLE_COLUMNS = frozenset({"job_id", "slurm_state", "model_name", "dtype", "scale", "train_step_time_seconds"})
 
@@ -68,24 +69,58 @@ def folder_files(folder: Path) -> list[Path]:
     return sorted(found)
 
 
+class ContentScan:
+    """The FileScan of bytes fed in order, a chunk at a time, so that it rides along another reader's pass (the
+    parse's) and memory does not grow with the file: the hash, the first match of each ending (searched in whole
+    lines; a line longer than MAX_LINE_BYTES is searched in pieces), the submission keys of the first MiB."""
+
+    MAX_LINE_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.prefix = bytearray()  # the first SUBMISSION_BYTES, where the submission keys are
+        self.carry = b""  # the last line, until its newline comes
+        self.lines = 0  # newlines before `carry`
+        self.endings: dict[OutcomeKind, Ending] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        self.sha.update(chunk)
+        if len(self.prefix) < SUBMISSION_BYTES:
+            self.prefix += chunk[:SUBMISSION_BYTES - len(self.prefix)]
+        data = self.carry + chunk
+        cut = data.rfind(b"\n") + 1 if len(data) <= self.MAX_LINE_BYTES else len(data)
+        self._search(data[:cut])
+        self.carry = data[cut:]
+
+    def finish(self) -> FileScan:
+        self._search(self.carry)
+        self.carry = b""
+        ending = next((self.endings[kind] for kind, _ in _ENDINGS if kind in self.endings), None)
+        submission = {k.decode(): v.decode(errors="replace") for k, v in _SUBMISSION_KEY.findall(bytes(self.prefix))}
+        return FileScan(self.sha.hexdigest(), ending, submission, bytes(self.prefix[:64]))
+
+    def _search(self, lines: bytes) -> None:
+        for kind, pattern in _ENDINGS:
+            if kind not in self.endings and (m := pattern.search(lines)) is not None:
+                start = lines.rfind(b"\n", 0, m.start()) + 1
+                end = lines.find(b"\n", m.end())
+                text = lines[start:end if end >= 0 else len(lines)].decode(errors="replace").strip()
+                self.endings[kind] = Ending(kind, self.lines + lines.count(b"\n", 0, m.start()) + 1, text)
+        self.lines += lines.count(b"\n")
+
+
 def scan_file(path: Path, shown: str, limit: int | None) -> FileScan:
-    """Read the (decompressed) file once: hash, ending, submission keys."""
+    """Read the (decompressed) file once, a chunk at a time: hash, ending, submission keys."""
+    scan = ContentScan()
+    read = 0
     with open_regular(path, shown) as handle:
-        content = open_content(handle, shown).read(limit + 1 if limit else -1)
-    if limit and len(content) > limit:
-        raise ParseError(shown, None, f"larger than the limit of {limit // 2**20} MiB once decompressed")
-    submission = {k.decode(): v.decode(errors="replace") for k, v in _SUBMISSION_KEY.findall(content[:1 << 20])}
-    return FileScan(hashlib.sha256(content).hexdigest(), _ending(content), submission, content[:64])
-
-
-def _ending(content: bytes) -> Ending | None:
-    for kind, pattern in _ENDINGS:
-        if (m := pattern.search(content)) is not None:
-            start = content.rfind(b"\n", 0, m.start()) + 1
-            end = content.find(b"\n", m.end())
-            text = content[start:end if end >= 0 else len(content)].decode(errors="replace").strip()
-            return Ending(kind, content.count(b"\n", 0, m.start()) + 1, text)
-    return None
+        content = open_content(handle, shown)
+        while chunk := content.read(SUBMISSION_BYTES):
+            read += len(chunk)
+            if limit and read > limit:
+                raise ParseError(shown, None, f"larger than the limit of {limit // 2**20} MiB once decompressed")
+            scan.feed(chunk)
+    return scan.finish()
 
 
 def is_config_file(relative: Path) -> bool:

@@ -87,16 +87,19 @@ class IngestOutcome:
 
 def prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
             engine: store.Engine | None = None, limit: int | None = None,
-            on_progress: Progress | None = None) -> PreparedRun:
+            on_progress: Progress | None = None, watch: Callable[[bytes], None] | None = None) -> PreparedRun:
     """Read, detect, parse and summarise one log: the run store.save_run writes. Close it (or use it in a `with`
     block) once stored or dropped, to remove its step files. `engine` only lends the catalog rows of the run's
-    model and accelerator (read before any write); without it, the figures that need them stay empty."""
-    return _prepare(raw, file_name, overrides, engine, limit, on_progress)[0]
+    model and accelerator (read before any write); without it, the figures that need them stay empty. `watch` sees
+    the decompressed bytes as they are read, so that a caller can scan them in the same pass."""
+    return _prepare(raw, file_name, overrides, engine, limit, on_progress, watch)[0]
 
 
 def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine: store.Engine | None,
-             limit: int | None, on_progress: Progress | None) -> tuple[PreparedRun, RunSummary]:
-    limited = Limited(open_content(io.BytesIO(raw) if isinstance(raw, bytes) else raw, file_name), file_name, limit)
+             limit: int | None, on_progress: Progress | None,
+             watch: Callable[[bytes], None] | None = None) -> tuple[PreparedRun, RunSummary]:
+    content = open_content(io.BytesIO(raw) if isinstance(raw, bytes) else raw, file_name)
+    limited = Limited(content, file_name, limit, watch)
     stream, parser = _detected(limited, file_name)
     spool = StepSpool()
     try:

@@ -33,12 +33,15 @@ def too_large(limit: int) -> str:
 
 
 class Limited(io.RawIOBase):
-    """Reads through to `inner`, hashing what passes and refusing more than `limit` bytes."""
+    """Reads through to `inner`, hashing what passes and refusing more than `limit` bytes; `watch`, when given, sees
+    every byte that passes too (a second reader of the same pass)."""
 
-    def __init__(self, inner: BinaryIO, file_name: str, limit: int | None) -> None:
+    def __init__(self, inner: BinaryIO, file_name: str, limit: int | None,
+                 watch: Callable[[bytes], None] | None = None) -> None:
         self.inner = inner
         self.file_name = file_name
         self.limit = limit
+        self.watch = watch
         self.count = 0
         self.sha = hashlib.sha256()
 
@@ -53,6 +56,8 @@ class Limited(io.RawIOBase):
         if self.limit is not None and self.count > self.limit:
             raise FileTooLarge(self.file_name, None, too_large(self.limit))
         self.sha.update(memoryview(buffer)[:n])
+        if self.watch is not None:
+            self.watch(bytes(memoryview(buffer)[:n]))
         return int(n)
 
 

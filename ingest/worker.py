@@ -4,6 +4,8 @@ or needs much memory stops its own process, and the server keeps answering every
     python -m ingest.worker prepare FOLDER --timeout-s N --memory-mb N   (FOLDER/upload -> FOLDER/prepared.pickle,
                                                                          and for a claims file FOLDER/claims.pickle)
     python -m ingest.worker save FOLDER --timeout-s N --memory-mb N      (FOLDER/prepared.pickle -> the store)
+    python -m ingest.worker campaign FOLDER --timeout-s N --memory-mb N  (FOLDER/upload, a zipped folder -> the
+                                                                          store, as one campaign)
 
 The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child limits its own
 address space (RLIMIT_AS) and has the kernel end it shortly after the time limit even if nobody waits for it;
@@ -133,7 +135,7 @@ class Job:
 
     def outcome(self) -> dict[str, Any]:
         """The child's result.json once it ended well; else the limit it hit or what it said, as IngestStopped."""
-        verb = "read" if self.what == "prepare" else "store"
+        verb = {"prepare": "read", "save": "store"}.get(self.what, "import")
         if self.timed_out or self.proc.returncode == -signal.SIGALRM:
             raise IngestStopped(f"the upload took longer than {self.limits.timeout_s:g} s to {verb} and was stopped; "
                                 "nothing was stored")
@@ -355,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         argv = served
     p = argparse.ArgumentParser(prog="python -m ingest.worker")
-    p.add_argument("what", choices=("prepare", "save"))
+    p.add_argument("what", choices=("prepare", "save", "campaign"))
     p.add_argument("folder", type=Path)
     p.add_argument("--timeout-s", type=float, required=True)
     p.add_argument("--memory-mb", type=int, required=True)
@@ -368,8 +370,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.what == "prepare":
             with spooling(args.folder.parent):  # a full disk under the upload's folder is said, not a traceback
                 result = _prepare(args.folder)
-        else:
+        elif args.what == "save":
             result = _save(args.folder)
+        else:
+            from ingest.campaign_job import import_campaign  # a zipped folder, unpacked and imported whole
+
+            result = import_campaign(args.folder)
     except (MemoryError, ImportError, OSError) as exc:
         if not out_of_memory(exc):
             raise

@@ -1,10 +1,10 @@
-"""python -m perfledger catalog add FILE.csv [--dry-run] | link "printed name" ID | unlinked.
+"""python -m perfledger catalog add FILE.csv [--dry-run] | link "printed name" ID | unlinked | rules add|list.
 
 `add` reports every row (added, updated, or refused with `FILE:LINE: reason` on stderr) and stores the rows only
 when none is refused; exit 1 when any is. `link` links the stored results printed with a name to a catalog id:
 those of one source (`--source`, else the only source printing it), or of every source with `--all-sources`,
 which also makes the name an alias of the id. `unlinked` lists the printed names no catalog row claims, with their
-row counts and nearest ids.
+row counts and nearest ids. `rules` adds or lists MLPerf scoring rules (perfledger/cli_rules.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfledger import store
+from perfledger import cli_rules, store
 
 
 def register(sub: Any) -> None:
@@ -37,10 +37,11 @@ def register(sub: Any) -> None:
     unlinked = actions.add_parser("unlinked", help="printed names no catalog row claims, with counts")
     for p in (add, link, unlinked):
         p.add_argument("--db", help=db_help)
+    cli_rules.register(actions)
 
 
 def run(args: argparse.Namespace) -> int:
-    commands = {"add": cmd_add, "link": cmd_link, "unlinked": cmd_unlinked}
+    commands = {"add": cmd_add, "link": cmd_link, "unlinked": cmd_unlinked, "rules": cli_rules.run}
     return commands[args.catalog_command](args)
 
 

@@ -3,18 +3,15 @@ folder; hidden when read-only, token-guarded when a token is set."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from ingest.campaign import CampaignImport, import_folder
-from ingest.campaign_zip import unpack_zip
+from ingest import campaign_job, worker
 from perfledger.errors import PerfledgerError
 from perfledger.views.registry import Page
 from screens import _ui
-from screens._upload import token_unlocks_writing
+from screens._upload import limits, token_unlocks_writing
 
 
 def campaign_upload_panel(page: Page[Any]) -> None:
@@ -28,23 +25,33 @@ def campaign_upload_panel(page: Page[Any]) -> None:
                              f"(up to {cfg.max_upload_mb} MB once unpacked)", type=["zip"], key=_ui.key(page, "zip"))
         if f is None or not st.button("Import as one campaign", key=_ui.key(page, "go")):
             return
-        limit = cfg.max_upload_mb * 2**20
         try:
-            with tempfile.TemporaryDirectory(prefix="perfledger-campaign-") as tmp:
-                done = import_folder(_ui.engine(), unpack_zip(f.getvalue(), f.name, Path(tmp), limit=limit),
-                                     limit=limit)
+            done = imported(f.getvalue(), f.name, cfg.max_upload_mb * 2**20)
         except PerfledgerError as exc:
             st.error(_ui.plain(exc), icon=":material/error:")
             return
         _said(done)
 
 
-def _said(done: CampaignImport) -> None:
-    for refusal in done.plan.refusals:
+def imported(raw: bytes, file_name: str, limit: int) -> campaign_job.CampaignDone:
+    """The zipped folder unpacked and imported by a worker process (the upload's time and memory limits, a crash
+    ending only the worker); a rerun that interrupts the wait stops the worker, and nothing is stored."""
+    db_url = _ui.engine().url.render_as_string(hide_password=False)
+    job = campaign_job.start_campaign(raw, file_name, db_url, limit, limits())
+    try:
+        with st.spinner("Importing the folder in a worker process..."):
+            worker.wait(job)
+        return campaign_job.campaign_from(job)
+    finally:
+        job.cancel()  # stops it if it still runs; removes its folder
+
+
+def _said(done: campaign_job.CampaignDone) -> None:
+    for refusal in done.refusals:
         st.warning(_ui.plain(f"Refused: {refusal}"), icon=":material/block:")
-    if done.saved is None:
+    if done.campaign_id is None:
         st.error("Nothing stored: every file was refused.", icon=":material/error:")
         return
-    how = "Stored" if done.saved.created else "Already stored"
-    st.success(f"{how} as campaign {done.saved.campaign_id} ({done.plan.kind.value}, {len(done.plan.attempts)} "
-               "attempts): pick it below.", icon=":material/check:")  # numbers and a vocabulary word only
+    how = "Stored" if done.created else "Already stored"
+    st.success(f"{how} as campaign {done.campaign_id} ({done.kind}, {done.attempts} attempts): pick it below.",
+               icon=":material/check:")  # numbers and a vocabulary word only

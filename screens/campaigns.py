@@ -24,7 +24,8 @@ listed = store.campaigns(db)
 ids = [0, *listed["id"].to_list()]
 names = dict(zip(listed["id"].to_list(), listed["name"].to_list(), strict=True))
 picked = st.selectbox("Campaign", ids, index=ids.index(state.campaign) if state.campaign in ids else 0,
-                      key=_ui.key(PAGE, "c"), format_func=lambda i: _ui.plain(f"{i}: {names[i]}") if i else "every campaign")
+                      key=_ui.key(PAGE, "c"),  # an option is shown as plain text: not escaped as Markdown is
+                      format_func=lambda i: f"{i}: {names[i]}" if i else "every campaign")
 if state.campaign and state.campaign not in ids:
     st.warning(f"There is no campaign {state.campaign}; showing every campaign.")
 state = replace(state, campaign=picked)
@@ -63,6 +64,17 @@ st.caption("One row per log or job: a failure (out of memory, timeout, cancelled
 table = _ui.compute(PAGE, state, db)
 _ui.show_table(table, FORMATS, key="campaign_attempts")
 _ui.download(state, table)
+
+st.subheader("Its runs, and each configuration over time")
+st.caption("In CI, judge every run of this campaign against its configuration's recent history (exit 1 on a "
+           "regression):")
+st.code(views.campaigns.check_command(state.campaign), language="bash")
+for label, history_state in views.campaigns.history_views(db, state.campaign):
+    _ui.page_link(st, label, views.links.to(history_state), ":material/timeline:")
+run_views = views.campaigns.run_views(db, state.campaign)
+with st.expander(f"Open one of its {len(run_views)} stored runs"):
+    for label, run_state in run_views:
+        _ui.page_link(st, label, views.links.to(run_state), ":material/open_in_new:")
 
 st.subheader("Repeats")
 st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "

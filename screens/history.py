@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from perfledger import charts
+from perfledger import charts, views
 from perfledger.errors import PerfledgerError
 from perfledger.views import history
 from screens import _ui
@@ -74,6 +74,8 @@ for row in history.regressed(table).iter_rows(named=True):
     st.error(_ui.plain(f"Run {row['run id']} ({row['file']}, {row['date']:%Y-%m-%d}) is "
                        f"{row['worse than before']:.2%} worse than the median of the runs before it "
                        f"({row['configuration']})."), icon=":material/trending_down:")
+    _ui.page_link(st, f"Open run {row['run id']} ({row['file']})", views.links.run(row["run id"]),
+                  ":material/open_in_new:")
 if table["reference"].is_null().all() and state.reference:
     st.info("No published figure is stored for this model, accelerator, device count and precision: no "
             "reference line.")

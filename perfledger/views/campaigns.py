@@ -13,6 +13,9 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc.repeats import REPEATS_SCHEMA, olympic_score, spread, summarise_repeats
+from perfledger.views import history
+from perfledger.views.history import HistoryView
+from perfledger.views.runs import RunsView
 from perfledger.vocabulary import OutcomeKind
 
 # A run stopped from outside (cancelled, or killed at its time limit) measured the steps it logged
@@ -58,6 +61,38 @@ def campaign_header(engine: Engine, campaign_id: int) -> dict[str, Any] | None:
 
 def outcome_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
     return store.outcome_counts(store.outcomes(engine, campaign_id))
+
+
+def check_command(campaign_id: int) -> str:
+    """The command a CI job runs to judge the campaign's runs against their configurations' history."""
+    return f"python -m perfledger check campaign:{campaign_id}"
+
+
+def run_views(engine: Engine, campaign_id: int) -> list[tuple[str, RunsView]]:
+    """Each of the campaign's stored runs as the Runs page shows it, labelled with its id, file and outcome (a
+    page links to it with perfledger.views.links.to)."""
+    frame = store.outcomes(engine, campaign_id).filter(pl.col("run_id").is_not_null())
+    return [(f"Run {r['run_id']} · {r['file_name']} ({r['kind']})", RunsView(run=r["run_id"]))
+            for r in frame.iter_rows(named=True)]
+
+
+def history_views(engine: Engine, campaign_id: int) -> list[tuple[str, HistoryView]]:
+    """The History of each configuration the campaign's runs have (the runs' own model, accelerator, devices,
+    precision, layout and framework, as History names them), on the first figure those runs have."""
+    run_ids = store.outcomes(engine, campaign_id)["run_id"].drop_nulls().to_list()
+    if not run_ids:
+        return []
+    rows = history.series_rows(engine, run_ids=run_ids)
+    rank = pl.col("metric").replace_strict({m: i for i, m in enumerate(history.METRICS)}, default=len(history.METRICS))
+    firsts = rows.sort([rank, "run_id"]).unique("configuration", keep="first", maintain_order=True)
+    return [(f"History of {r['configuration']}", _history_state(r))
+            for r in firsts.sort("configuration").iter_rows(named=True)]
+
+
+def _history_state(row: dict[str, Any]) -> HistoryView:
+    return HistoryView(model=row["model"], accelerator=row["accelerator"], devices=row["devices"] or 0,
+                       precision=row["precision"], layout=row["layout"], framework=row["framework"],
+                       metric=row["metric"])
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (spread, olympic_score)

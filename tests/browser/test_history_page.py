@@ -14,6 +14,7 @@ from tests.browser.conftest import (
     assert_no_exception,
     open_app,
     screenshot,
+    settle,
     start_server,
     stop_server,
     table_cells,
@@ -45,6 +46,17 @@ def test_the_slowed_night_is_flagged_on_the_drawn_page(series_server: tuple[Serv
     cells = table_cells(page, having="night07_")
     assert any(f"night{SLOWED_NIGHT:02d}_" in c for c in cells)
     assert screenshot(page, "history-slowed-night").stat().st_size > 20_000
+
+
+def test_the_slowed_night_links_to_its_run(series_server: tuple[Server, list[int]], page: Page) -> None:
+    server, runs = series_server
+    open_app(page, server, "history?m=llama3-8b")
+    slowed = runs[SLOWED_NIGHT]
+    page.locator('[data-testid="stPageLink"] a').filter(has_text=f"Open run {slowed} (").click()
+    settle(page)
+    page.wait_for_url(f"**/runs?run={slowed}**")
+    expect(page.locator("h3").first).to_contain_text(str(slowed))
+    assert_no_exception(page)
 
 
 def test_the_chart_redraws_by_framework_version(series_server: tuple[Server, list[int]], page: Page) -> None:

@@ -4,12 +4,17 @@ the store is read-only and asks for the token when one is set."""
 from __future__ import annotations
 
 import io
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
+
+from ingest import worker
+from perfledger import store
 
 SWEEP = Path(__file__).resolve().parents[1] / "fixtures" / "campaigns" / "bigscience_gpt2_meg_base_sweep"
 
@@ -33,6 +38,20 @@ def test_a_zipped_sweep_is_stored_as_one_campaign_with_its_refusals_said(seeded_
     assert any(w.value.startswith("Refused\\: core\\.bin\\: not a log format") for w in at.warning)  # shown escaped
     listed = at.dataframe[0].value
     assert listed["name"].tolist() == ["sweep"] and listed["failed"].tolist() == [5]
+
+
+def test_a_zipped_folder_is_imported_in_the_upload_worker_under_its_time_limit(
+        seeded_engine: Engine, open_page: Callable[..., AppTest], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLEDGER_INGEST_TIMEOUT_S", "1")
+    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-c", "import time; time.sleep(60)"))
+    before = store.counts(seeded_engine)
+    at = open_page("campaigns")
+    at.file_uploader(key="ca_zip").set_value(("sweep.zip", zipped(SWEEP), "application/zip")).run()
+    at.button(key="ca_go").click().run()
+    assert not at.exception, at.exception
+    said = "the upload took longer than 1 s to import and was stopped\\; nothing was stored"  # shown escaped
+    assert [e.value for e in at.error] == [said]
+    assert store.counts(seeded_engine) == before and store.campaigns(seeded_engine).is_empty()
 
 
 def test_the_zip_panel_is_hidden_when_read_only(seeded_url: str, open_page: Callable[..., AppTest],

@@ -27,6 +27,18 @@ def test_a_submission_shows_its_olympic_score_with_the_rule_and_its_ten_repeats(
     assert repeats["n"].tolist() == [10]
 
 
+def test_a_campaign_names_its_ci_check_and_links_its_runs_and_their_history(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    saved = import_folder(seeded_engine, CAMPAIGNS / "mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora").saved
+    assert saved is not None
+    at = open_page("campaigns", f"c={saved.campaign_id}")
+    assert not at.exception, at.exception
+    assert [c.value for c in at.code] == [f"python -m perfledger check campaign:{saved.campaign_id}"]
+    labels = [link.proto.label.replace("\\", "") for link in at.get("page_link")]  # as shown, unescaped
+    assert sum(label.startswith("History of llama2-70b · h100-sxm · 8") for label in labels) == 1
+    assert sum(label.startswith("Run ") for label in labels) == 10
+
+
 def test_failed_jobs_of_a_sweep_are_rows_with_their_reason(seeded_engine: Engine,
                                                           open_page: Callable[..., AppTest]) -> None:
     saved = import_folder(seeded_engine, CAMPAIGNS / "bigscience_gpt2_meg_base_sweep").saved
@@ -45,3 +57,4 @@ def test_the_list_names_every_campaign(seeded_engine: Engine, open_page: Callabl
     assert not at.exception, at.exception
     listed = at.dataframe[0].value
     assert listed["name"].tolist() == ["dgxc_llama31_405b_gb200_jobs"] and listed["kind"].tolist() == ["job table"]
+    assert at.selectbox(key="ca_c").options == ["every campaign", "1: dgxc_llama31_405b_gb200_jobs"]  # not escaped
