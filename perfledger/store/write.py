@@ -46,8 +46,8 @@ def save_run(engine: Engine, prepared: PreparedRun, *, ingested_at: datetime | N
                                   unlinked=_still_unlinked(conn, prepared))
             run_id = _insert_run(conn, prepared, ingested_at or datetime.now(UTC))
             steps = prepared.steps
-            insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
-                           order_shows=not steps.increasing, constants={"run_id": run_id})
+            insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, order_shows=not steps.increasing,
+                           constants={"run_id": run_id})
             if prepared.format is LogFormat.CLAIMS_CSV:  # by claim key: corrections update (store/claims.py)
                 written = upsert_claims(conn, prepared.results, prepared.sources, run_id=run_id,
                                         importer=importer, token=token)
