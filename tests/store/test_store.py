@@ -6,8 +6,8 @@ Every test taking `seeded_store` or `store_engine` runs once per backend (tests/
 from __future__ import annotations
 
 import itertools
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import threading
