@@ -61,7 +61,7 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
 def _copy_order(table: sa.Table, conn: Connection) -> list[sa.ColumnElement[Any]]:
     """Rows in key order; a run's repeated steps in the order they were stored (DuckDB's rowid; PostgreSQL reads
     them through the step index, whose equal keys keep the order of the rows in the table)."""
-    stored = [sa.literal_column("rowid")] if is_duckdb(conn.engine) else []
+    stored: list[sa.ColumnElement[Any]] = [sa.literal_column("rowid")] if is_duckdb(conn.engine) else []
     return list(table.primary_key.columns) or [table.c.run_id, table.c.step, *stored]
 
 
