@@ -62,7 +62,7 @@ row = rv.stored_run(db, state.run)
 st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
 st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
-summary = views.run_summary(state, steps)
+summary = rv.page_summary(state, db, steps)
 figures = rv.run_figures(db, row)
 if summary is None:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "

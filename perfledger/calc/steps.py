@@ -10,8 +10,11 @@ A figure whose input the run lacks (devices, FLOPs per token, the peak) stays em
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import polars as pl
 
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)  # a run's steps held, or read in streaming passes
 STEP_FIGURES = ("tokens_seen", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
 
 
@@ -19,8 +22,8 @@ def _empty() -> pl.Expr:
     return pl.lit(None, pl.Float64)
 
 
-def step_figures(steps: pl.DataFrame, devices: int | None, flops_per_token: float | None,
-                 peak_tflops: float | None) -> pl.DataFrame:
+def step_figures(steps: Frame, devices: int | None, flops_per_token: float | None,
+                 peak_tflops: float | None) -> Frame:
     """`steps` (columns tokens, step_time_s) with the four STEP_FIGURES columns added (Float64):
 
         tokens_seen             = cumulative sum of tokens
