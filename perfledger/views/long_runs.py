@@ -68,32 +68,52 @@ def _remembered_long_run(run_id: int, rule: steady.SteadyRule, launch: int | Non
             summary: steady.SteadyState | None = steady.steady_state_of_ordered(steps, rule)
         except InvalidInput:
             summary = None
-        labelled = steady.label_steps_of_ordered(steps, rule).with_row_index("_row")
-        keep = _envelope_rows(steps_calc.step_figures(labelled, *inputs), columns)
-        # The running token count is the one figure that is not a row's own: summed over every row (one column),
-        # the rest computed on the kept rows alone, so the pass that keeps them streams.
-        seen = (steps.select(pl.col("tokens").fill_null(0).cum_sum().cast(pl.Float64).alias("tokens_seen"))
-                .with_row_index("_row").filter(pl.col("_row").is_in(keep.implode())))
-        kept = labelled.filter(pl.col("_row").is_in(keep.implode())).collect(engine="streaming")
-        drawn = steps_calc.step_figures(kept, *inputs).drop("tokens_seen").join(
-            seen.collect(engine="streaming"), on="_row", how="left").drop("_row")
-        return LongRun(drawn.select(*kept.columns[1:], *steps_calc.STEP_FIGURES), summary)
+        phase = steady.label_steps_of_ordered(steps, rule)
+        span = steps.select(pl.col("step").min().alias("first"), pl.col("step").max().alias("last")).collect()
+        slices = _slices(span["first"][0], span["last"][0])
+        drawn = _drawn_rows(files, launch, phase, inputs, columns, slices)
+        return LongRun(drawn, summary)
 
 
-def _envelope_rows(rows: pl.LazyFrame, columns: Sequence[str]) -> pl.Series:
-    """The row numbers of the lowest and highest value of each column in each of DRAWN_SLICES equal slices of the
-    run's steps and each phase (charts.envelope's choice, for every column in one streaming pass)."""
-    present = [c for c in columns if c in rows.collect_schema()]
-    span = rows.select(pl.col("step").min().alias("first"), pl.col("step").max().alias("last")).collect()
-    first, last = span["first"][0], span["last"][0]
-    if first is None or not present:
-        return pl.Series("_row", [], dtype=pl.UInt32)
-    slice_of = ((pl.col("step") - first) * DRAWN_SLICES // (last - first + 1)).alias("_slice")
-    values = {c: pl.col(c).cast(pl.Float64).fill_nan(None) for c in present}
-    picked = rows.with_columns(slice_of).group_by("_slice", "phase").agg(
-        *(pl.col("_row").filter(v.is_not_null()).get(v.drop_nulls().arg_min()).alias(f"low {c}")
-          for c, v in values.items()),
-        *(pl.col("_row").filter(v.is_not_null()).get(v.drop_nulls().arg_max()).alias(f"high {c}")
-          for c, v in values.items()),
-    ).drop("_slice", "phase").collect(engine="streaming")
-    return pl.concat([picked[c] for c in picked.columns]).drop_nulls().unique().alias("_row")
+CHUNK_ROWS = 200_000
+
+
+def _slices(first: int | None, last: int | None) -> pl.Expr:
+    """Each step's slice of the run's step range, DRAWN_SLICES equal slices."""
+    if first is None or last is None:
+        return pl.lit(0).alias("_slice")
+    return ((pl.col("step") - first) * DRAWN_SLICES // (last - first + 1)).alias("_slice")
+
+
+def _drawn_rows(files: Sequence[Path], launch: int | None, phase: pl.Expr,
+                inputs: tuple[int | None, float | None, float | None], columns: Sequence[str],
+                slices: pl.Expr) -> pl.DataFrame:
+    """The rows the charts draw, read a file of the spool at a time: each chunk's extremes are kept, then the
+    extremes of those (a slice's lowest is the lowest of its chunks' lowest)."""
+    kept: list[pl.DataFrame] = []
+    offset, seen = 0, 0.0
+    for path in files:
+        chunk = pl.read_parquet(path)
+        if launch is not None:
+            chunk = chunk.filter(pl.col("launch").fill_null(1) == launch)
+        if not chunk.height:
+            continue
+        chunk = steps_calc.step_figures(chunk.with_row_index("_row", offset=offset).with_columns(phase), *inputs)
+        chunk = chunk.with_columns(pl.col("tokens_seen") + seen)
+        offset, seen = offset + chunk.height, float(chunk["tokens_seen"][-1])
+        kept.append(_extremes(chunk, columns, slices))
+    if not kept:
+        return pl.DataFrame()
+    return _extremes(pl.concat(kept), columns, slices).drop("_row")
+
+
+def _extremes(rows: pl.DataFrame, columns: Sequence[str], slices: pl.Expr) -> pl.DataFrame:
+    """The rows holding the lowest and the highest value of each column in each slice and phase (charts.envelope's
+    choice, on the run's own slices), in their order."""
+    sliced = rows.with_columns(slices)
+    picked = [sliced.filter(pl.col(c).cast(pl.Float64).fill_nan(None).is_not_null()).group_by("_slice", "phase")
+              .agg(pl.col("_row").get(pl.col(c).cast(pl.Float64).fill_nan(None).arg_min()).alias("low"),
+                   pl.col("_row").get(pl.col(c).cast(pl.Float64).fill_nan(None).arg_max()).alias("high"))
+              for c in columns if c in rows.columns]
+    keep = pl.concat([pl.concat([p["low"], p["high"]]) for p in picked]) if picked else pl.Series([], dtype=pl.UInt32)
+    return rows.filter(pl.col("_row").is_in(keep.implode()))
