@@ -91,7 +91,7 @@ def _drawn_rows(files: Sequence[Path], launch: int | None, phase: pl.Expr,
     """The rows the charts draw, read a file of the spool at a time: each chunk's extremes are kept, then the
     extremes of those (a slice's lowest is the lowest of its chunks' lowest)."""
     kept: list[pl.DataFrame] = []
-    offset, seen = 0, 0.0
+    offset, seen, elapsed = 0, 0.0, 0.0
     for path in files:
         chunk = pl.read_parquet(path)
         if launch is not None:
@@ -99,8 +99,8 @@ def _drawn_rows(files: Sequence[Path], launch: int | None, phase: pl.Expr,
         if not chunk.height:
             continue
         chunk = steps_calc.step_figures(chunk.with_row_index("_row", offset=offset).with_columns(phase), *inputs)
-        chunk = chunk.with_columns(pl.col("tokens_seen") + seen)
-        offset, seen = offset + chunk.height, float(chunk["tokens_seen"][-1])
+        chunk = chunk.with_columns(pl.col("tokens_seen") + seen, pl.col("elapsed_s") + elapsed)
+        offset, seen, elapsed = offset + chunk.height, float(chunk["tokens_seen"][-1]), float(chunk["elapsed_s"][-1])
         kept.append(_extremes(chunk, columns, slices))
     if not kept:
         return pl.DataFrame()

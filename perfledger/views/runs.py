@@ -21,7 +21,7 @@ from perfledger.views import long_runs
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
 from perfledger.views.upload import for_the_form
 
-X_AXES = ("step", "tokens")
+X_AXES = ("step", "tokens", "time")  # overlays by step, tokens seen or wall clock
 
 
 @dataclass(frozen=True)
