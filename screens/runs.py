@@ -63,6 +63,8 @@ st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
 st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
 summary = rv.page_summary(state, db, steps)
+if (note := rv.long_run_note(row)) is not None:
+    st.caption(note)
 figures = rv.run_figures(db, row)
 if summary is None:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "

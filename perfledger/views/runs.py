@@ -199,6 +199,14 @@ def page_summary(state: RunsView, engine: Engine, steps: pl.DataFrame) -> steady
     return long_runs.long_run(row, state.rule(), launch, drawn_columns(), engine).summary
 
 
+def long_run_note(row: RunRow) -> str | None:
+    """What the page holds of a run too long to hold (None for any other run)."""
+    if not long_runs.is_long(row):
+        return None
+    return (f"{row.n_steps:,} steps: the figures count every step; the charts, and the table and CSV below, hold "
+            "the rows drawn (each figure's lowest and highest in each slice of the run and phase)")
+
+
 def drawn_columns() -> tuple[str, ...]:
     """Every column a run page's charts draw: step time, each chart's figure and the log's own."""
     return ("step_time_s", *(c for ch in STEP_CHARTS for c in (ch.column, ch.printed) if c))
