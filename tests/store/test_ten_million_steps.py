@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,23 +45,23 @@ def write_nanogpt_log(path: Path, n: int) -> None:
                             for a, b, c, d in zip(i.tolist(), loss.tolist(), ms.tolist(), mfu.tolist(), strict=True)))
 
 
-def run_measured(args: list[str], env: dict[str, str]) -> tuple[int, float]:
-    """Run a child process; its exit status and peak resident memory (MB), from its own rusage."""
-    proc = subprocess.Popen(args, env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode(errors="replace")
-    assert proc.returncode == 0, err[-2000:]
-    return proc.returncode, usage.ru_maxrss / 1024
+def run_measured(args: list[str], env: dict[str, str]) -> float:
+    """Run a child process to its end (a non-zero exit fails the test with its stderr); its peak resident memory
+    in MB, from its own rusage."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(args, env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        assert proc.returncode == 0, err.read().decode(errors="replace")[-2000:]
+    return usage.ru_maxrss / 1024
 
 
 def worker_step(what: str, folder: Path, db_url: str) -> float:
     """One upload worker step (prepare or save) on `folder` under the default limits; its peak RSS in MB."""
     defaults = load_settings({})
     args = [*worker.COMMAND, what, str(folder), "--timeout-s", "3000", "--memory-mb", str(defaults.ingest_memory_mb)]
-    _, rss = run_measured(args, {**worker.CHILD_ENV, "PERFLEDGER_DB_URL": db_url})
+    rss = run_measured(args, {**worker.CHILD_ENV, "PERFLEDGER_DB_URL": db_url})
     result = (folder / "result.json").read_text()
     assert '"ok"' in result, result
     return rss
@@ -96,8 +97,8 @@ def test_a_ten_million_step_log_stores_and_copies_both_ways_in_flat_memory(
     out = _other_backend_url(other, tmp_path, pg_server)
     back = new_store_url("back")
     copy = [sys.executable, "-m", "perfledger", "copy", "--from"]
-    _, out_rss = run_measured([*copy, seeded, "--to", out], {})
-    _, back_rss = run_measured([*copy, out, "--to", back], {})
+    out_rss = run_measured([*copy, seeded, "--to", out], {})
+    back_rss = run_measured([*copy, out, "--to", back], {})
     assert step_count(out) == step_count(back) == before + STEPS
     assert max(parse_rss, save_rss, out_rss, back_rss) < MOST_RSS_MB, (parse_rss, save_rss, out_rss, back_rss)
 
