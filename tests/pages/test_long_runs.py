@@ -5,6 +5,7 @@ insert (about a minute on 2 cores); its page reads it in streaming passes (perfl
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -22,6 +23,8 @@ from streamlit.testing.v1 import AppTest
 from ingest.spool import StepSpool
 from perfledger import charts, schema, store
 from perfledger.records import STEP_SCHEMA, PreparedRun
+from perfledger.views import long_runs as long_view
+from perfledger.views import runs as rv
 from perfledger.vocabulary import LogFormat
 from tests.pages.conftest import APP
 
@@ -148,3 +151,34 @@ def test_two_long_runs_overlaid_draw_within_the_row_bound(run_ids: dict[int, int
     rows = _chart_rows(at)
     assert len(rows) >= 10, rows
     assert all(0 < r <= charts.MOST_POINTS for _, r in rows), rows
+
+
+@pytest.fixture(scope="module")
+def short_run(seeded_db: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, int]:
+    """A copy of the seeded store with a 10,000-step run: its engine and the run's id."""
+    path = tmp_path_factory.mktemp("short-run") / "perfledger.duckdb"
+    shutil.copy(seeded_db, path)
+    engine = store.engine_from_url(f"duckdb:///{path}")
+    return engine, _store_run(engine, 10_000)
+
+
+def test_a_run_read_in_streaming_passes_gives_the_figures_and_extremes_of_the_run_read_whole(
+        short_run: tuple[Any, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The long-run path (perfledger.views.long_runs) on a run short enough to read whole: the same steady state,
+    the same phase, tokens seen and wall clock on every drawn row, and each figure's extremes drawn."""
+    engine, run_id = short_run
+    state = rv.RunsView(run=run_id)
+    whole = rv.run_steps(state, engine, run_id)
+    monkeypatch.setattr(long_view, "LONG_RUN_STEPS", 1_000)
+    drawn = rv.run_steps(state, engine, run_id)
+    assert drawn.height < whole.height and drawn.columns == whole.columns
+    streamed, held = rv.page_summary(state, engine, drawn), rv.run_summary(state, whole)
+    assert streamed is not None and held is not None
+    summed = ("jitter_cv", "tokens_per_s")  # sums in another order: equal to rounding (calc.steady)
+    assert [getattr(streamed, f) for f in summed] == pytest.approx([getattr(held, f) for f in summed], rel=1e-12)
+    assert dataclasses.replace(streamed, **dict.fromkeys(summed)) == dataclasses.replace(held, **dict.fromkeys(summed))
+    same = drawn.join(whole, on="step", suffix="_whole")
+    for column in ("phase", "tokens_seen", "elapsed_s", "loss"):
+        assert (same[column] == same[f"{column}_whole"]).all(), column
+    for column in rv.drawn_columns():
+        assert (drawn[column].min(), drawn[column].max()) == (whole[column].min(), whole[column].max()), column
