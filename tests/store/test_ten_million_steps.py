@@ -45,16 +45,23 @@ def write_nanogpt_log(path: Path, n: int) -> None:
                             for a, b, c, d in zip(i.tolist(), loss.tolist(), ms.tolist(), mfu.tolist(), strict=True)))
 
 
+# Starts the command and writes its peak RSS (kB) to argv[1]. A child's peak counts its parent's memory at the fork
+# (Linux carries it over to the new program), so the command is started from this small process, not from pytest.
+_MEASURE = ("import os, sys; pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ); "
+            "_, status, usage = os.wait4(pid, 0); open(sys.argv[1], 'w').write(str(usage.ru_maxrss)); "
+            "sys.exit(os.waitstatus_to_exitcode(status))")
+
+
 def run_measured(args: list[str], env: dict[str, str]) -> float:
     """Run a child process to its end (a non-zero exit fails the test with its stderr); its peak resident memory
-    in MB, from its own rusage."""
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(args, env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        assert proc.returncode == 0, err.read().decode(errors="replace")[-2000:]
-    return usage.ru_maxrss / 1024
+    in MB."""
+    with tempfile.TemporaryDirectory() as folder:
+        peak, err = Path(folder) / "peak", Path(folder) / "stderr"
+        with err.open("wb") as stderr:
+            done = subprocess.run([sys.executable, "-c", _MEASURE, str(peak), *args], env={**os.environ, **env},
+                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, check=False)
+        assert done.returncode == 0, err.read_text(errors="replace")[-2000:]
+        return int(peak.read_text()) / 1024
 
 
 def worker_step(what: str, folder: Path, db_url: str) -> float:
