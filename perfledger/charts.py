@@ -344,10 +344,16 @@ def step_figure(frame: pl.DataFrame, value: str, title: str, y_title: str, *, pr
     return _drawn((_window_band(window) + lines).properties(title=drawn_title, height=220))
 
 
+OVERLAY_X = {"step": ("step", "step", ",d"), "tokens": ("tokens_seen", "tokens seen", "~s"),
+             "time": ("elapsed_s", "wall clock (s since the first step)", ",.0f")}
+
+
 def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *, fmt: str = ",.4g") -> Drawn:
-    """One figure for several runs on the same axes, one colour per run, against step or tokens seen."""
-    x_col, x_title = ("tokens_seen", "tokens seen") if x == "tokens" else ("step", "step")
-    columns = ["run", "step", value] + (["tokens_seen"] if x == "tokens" else [])
+    """One figure for several runs on the same axes, one colour per run, against step, tokens seen or wall clock,
+    with a cross-hair: the pointer picks the nearest drawn point, a rule marks its x and each run's point there
+    reads out its value."""
+    x_col, x_title, x_fmt = OVERLAY_X.get(x, OVERLAY_X["step"])
+    columns = list(dict.fromkeys(["run", "step", value, x_col]))
     data = frame.select(columns).with_columns(pl.col(value).fill_nan(None))
     runs = data["run"].unique(maintain_order=True).to_list()
     share = MOST_POINTS // max(1, len(runs))  # each run its own slices of its own steps: runs differ in length
@@ -355,37 +361,18 @@ def overlay(frame: pl.DataFrame, value: str, x: str, title: str, y_title: str, *
     subtitle = f"{len(runs)} runs by {x_title}" + ("" if drawn.height == data[value].count() else
                                                    f"; {drawn.height:,} of {data[value].count():,} steps drawn: "
                                                    "the lowest and highest of each slice of each run")
-    return _drawn(alt.Chart(drawn, title=alt.TitleParams(title, subtitle=subtitle))
-                  .mark_line(point=alt.OverlayMarkDef(size=10)).encode(
-        x=alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format="~s") if x == "tokens" else alt.Axis()),
-        y=alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt)),
-        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="right", labelLimit=160)),
-        tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)],
-    ).properties(height=240))
-
-
-def history_lines(points: pl.DataFrame, *, by: str, value_title: str) -> Drawn:
-    """A figure run after run per configuration (x: the run's date, or its framework version), the fitted levels
-    dashed, a ring on each run that starts a new level (a change point), a red triangle on each regressed run, and
-    the reference line where one is asked for; `points` from perfledger.views.history.chart_points."""
-    data = points.with_columns(pl.col("date").dt.strftime("%Y-%m-%dT%H:%M:%SZ")).select(
-        "x", "date", "configuration", "run id", "file", "value", "level", "regression", "change point",
-        "worse than before", "reference line", "framework version")
-    x = alt.X("x:T", title="date the run ran (UTC)") if by == "date" else alt.X("x:N", title="framework version")
-    y = alt.Y("value:Q", title=value_title, scale=alt.Scale(zero=False))
-    base = alt.Chart(data).encode(x=x, color=alt.Color("configuration:N", legend=alt.Legend(orient="top",
-                                                                                            labelLimit=800)))
-    tips = ["configuration", "date", "run id", "file", alt.Tooltip("value:Q", format=",.4~g"),
-            alt.Tooltip("worse than before:Q", format=".2%"), "framework version"]
-    layers = [base.mark_line(point=True).encode(y=y, tooltip=tips),
-              base.mark_line(strokeDash=[4, 3], opacity=0.6).encode(y=alt.Y("level:Q", title=value_title)),
-              base.transform_filter("datum['change point']").mark_point(size=220, strokeWidth=2).encode(y=y),
-              base.transform_filter("datum.regression").mark_point(shape="triangle-down", size=220, filled=True,
-                                                                   opacity=1).encode(
-                  y=y, tooltip=tips, color=alt.value("#d32f2f"))]
-    if data["reference line"].is_not_null().any():
-        layers.append(alt.Chart(data).mark_rule(strokeDash=[8, 4], color="#616161").encode(
-            y=alt.Y("max(reference line):Q", title=value_title)))
-    subtitles = ["dashed: the levels found by step detection; ring: a new level starts; red triangle: a regression"]
-    return _drawn(alt.LayerChart(layer=layers).properties(title=_titled(value_title + " run after run", *subtitles),
-                                                          height=420))
+    x_enc = alt.X(f"{x_col}:Q", title=x_title, axis=alt.Axis(format=x_fmt))
+    y_enc = alt.Y(f"{value}:Q", title=y_title, scale=alt.Scale(zero=False), axis=alt.Axis(format=fmt))
+    colour = alt.Color("run:N", title="run", legend=alt.Legend(orient="right", labelLimit=160))
+    nearest = alt.selection_point(name="crosshair", nearest=True, on="pointerover", fields=[x_col], empty=False,
+                                  clear="pointerout")
+    base = alt.Chart(drawn).encode(x=x_enc)
+    lines = base.mark_line(point=alt.OverlayMarkDef(size=10)).encode(
+        y=y_enc, color=colour, tooltip=["run", "step", alt.Tooltip(f"{value}:Q", format=fmt, title=y_title)])
+    pick = base.mark_point(opacity=0, size=60).encode(y=y_enc).add_params(nearest)
+    rule = base.mark_rule(color="#888").encode(opacity=alt.condition(nearest, alt.value(0.8), alt.value(0)))
+    readout = base.mark_text(align="left", dx=6, dy=-8, fontSize=11).encode(
+        y=y_enc, color=colour, opacity=alt.condition(nearest, alt.value(1), alt.value(0)),
+        text=alt.Text(f"{value}:Q", format=fmt))
+    return _drawn(alt.LayerChart(layer=[lines, pick, rule, readout]).properties(
+        title=alt.TitleParams(title, subtitle=subtitle), height=240))

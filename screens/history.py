@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from perfledger import charts, views
+from perfledger import charts, history_chart, views
 from perfledger.errors import PerfledgerError
 from perfledger.views import history
 from screens import _ui
@@ -79,7 +79,7 @@ for row in history.regressed(table).iter_rows(named=True):
 if table["reference"].is_null().all() and state.reference:
     st.info("No published figure is stored for this model, accelerator, device count and precision: no "
             "reference line.")
-_ui.chart(charts.spec(charts.history_lines, history.chart_points(table, state.by), by=state.by,
+_ui.chart(charts.spec(history_chart.history_lines, history.chart_points(table, state.by), by=state.by,
                       value_title=history.METRIC_LABELS[state.metric]), state, "history")
 _ui.show_table(table, FORMATS, key="history_table")
 _ui.download(state, table)

@@ -62,7 +62,9 @@ row = rv.stored_run(db, state.run)
 st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
 st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
-summary = views.run_summary(state, steps)
+summary = rv.page_summary(state, db, steps)
+if (note := rv.long_run_note(row)) is not None:
+    st.caption(note)
 figures = rv.run_figures(db, row)
 headlined = show_headline(db, row, figures, FORMATS)  # an MLPerf result opens with its score, in minutes
 if summary is None and not headlined:

@@ -227,6 +227,20 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
     )
 
 
+def label_steps_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()) -> pl.Expr:
+    """label_steps() of steps already in step order, its threshold found in streaming passes: an expression over
+    rows that carry their row number in step order as "_row" (a chunk of the run at a time, say)."""
+    rows = steps.with_row_index("_row")
+    n = orderstats.count(steps)
+    t = pl.col("step_time_s").cast(pl.Float64)
+    inside = _inside_expr(n, rule)
+    timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
+    threshold = _stall_threshold_of(rows, t, inside & timed, rule)
+    stalled = pl.lit(False) if threshold is None else (inside & timed & (t > threshold)).fill_null(False)
+    return (pl.when(~inside).then(pl.lit("warmup")).when(~timed).then(pl.lit("untimed"))
+            .when(stalled).then(pl.lit("stall")).otherwise(pl.lit("steady")).alias("phase"))
+
+
 def not_steady(s: SteadyState) -> list[str]:
     """Why the window is not a steady state (empty when it is): too few timed steps, one step, nothing left.
 

@@ -1,6 +1,7 @@
 """Per-step figures of a run: what its steady-state summary computes over the window, step by step.
 
     tokens_seen             = running sum of tokens per step                                  (tokens)
+    elapsed_s               = running sum of step times: the wall clock since the first step  (s)
     tokens_per_s_per_device = tokens / step_time_s / devices                                  (tokens/s/device)
     model_tflops_per_device = tokens_per_s_per_device * flops_per_token / 1e12                (TFLOP/s/device)
     mfu                     = model_tflops_per_device / peak_tflops                           (fraction)
@@ -10,17 +11,20 @@ A figure whose input the run lacks (devices, FLOPs per token, the peak) stays em
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import polars as pl
 
-STEP_FIGURES = ("tokens_seen", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)  # a run's steps held, or read in streaming passes
+STEP_FIGURES = ("tokens_seen", "elapsed_s", "tokens_per_s_per_device", "model_tflops_per_device", "mfu")
 
 
 def _empty() -> pl.Expr:
     return pl.lit(None, pl.Float64)
 
 
-def step_figures(steps: pl.DataFrame, devices: int | None, flops_per_token: float | None,
-                 peak_tflops: float | None) -> pl.DataFrame:
+def step_figures(steps: Frame, devices: int | None, flops_per_token: float | None,
+                 peak_tflops: float | None) -> Frame:
     """`steps` (columns tokens, step_time_s) with the four STEP_FIGURES columns added (Float64):
 
         tokens_seen             = cumulative sum of tokens
@@ -36,6 +40,7 @@ def step_figures(steps: pl.DataFrame, devices: int | None, flops_per_token: floa
     model_tflops = tps * flops_per_token / 1e12 if flops_per_token else _empty()
     return steps.with_columns(
         pl.col("tokens").fill_null(0).cum_sum().cast(pl.Float64).alias("tokens_seen"),
+        pl.col("step_time_s").cast(pl.Float64).fill_nan(None).fill_null(0).cum_sum().alias("elapsed_s"),
         tps.cast(pl.Float64).alias("tokens_per_s_per_device"),
         model_tflops.cast(pl.Float64).alias("model_tflops_per_device"),
         (model_tflops / peak_tflops if peak_tflops else _empty()).cast(pl.Float64).alias("mfu"),

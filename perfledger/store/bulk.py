@@ -21,18 +21,16 @@ from sqlalchemy import Connection
 from perfledger.store.engine import sql_text
 from perfledger.store.leftovers import spool_folder, spooling
 
-# DuckDB's memory for one INSERT of spooled steps, and the threads that share it (DuckDB 1.5.6; every step column
-# filled with random doubles, the costliest case; a test keeps a tenth of the limit to spare). Inserting in
-# parallel, each thread fills row groups of its own: two threads need 24 MB for a run of 250k steps or more (60
-# sizes up to 2.5 M passed under 28 MB) but up to 35 MB for one of 100k-246k steps (40 of 60 such sizes failed
-# under 28 MB); one thread needs 13 MB at any size (40 sizes up to 2.5 M passed under 16 MB). So a run of fewer
-# than four row groups is inserted on one thread (240k steps: 0.25 s against 0.21 on two), a bigger one on two
-# (2.45 M steps: 1.04 s against 1.50 on one). More threads need more: 16, a team server's default of one per
-# core, failed under 64 MB. DuckDB keeps written blocks cached up to the limit: 64 -> 40 MB lowered the 1 GB
+# DuckDB's memory for one INSERT of spooled steps, on one thread (DuckDB 1.5.6). Each inserting thread fills row
+# groups of its own (122,880 rows, about 15 MB of step columns): one thread needs 13 MB at any size (10 M steps with
+# every column filled passed under 20 MB), two need 24-35 MB, so under a limit for two a run's insert failed
+# ("failed to pin block") whenever anything else of its transaction held a little memory: the run row written just
+# before (with its index) made 10 M nanoGPT steps fail into an initialised store, and a copy failed from 491,520
+# steps, where it went parallel. On this 2-core machine one thread was as fast as two (2.5 M steps: 3-12 s either
+# way, the machine shared). DuckDB keeps written blocks cached up to the limit: 64 -> 40 MB lowered the 1 GB
 # Megatron log's peak RSS by about 25 MB at the same speed.
 DUCKDB_INSERT_MEMORY = "32MB"
-DUCKDB_INSERT_THREADS = 2
-PARALLEL_INSERT_MIN_ROWS = 4 * 122_880  # DuckDB's row group size
+DUCKDB_INSERT_THREADS = 1
 # After the insert, the limit is lowered to this for a moment: DuckDB then drops the blocks it keeps cached (the
 # insert wrote them to the file already), so later work of the process does not sit on them. The 1 GB Megatron
 # log's peak RSS went from 276-306 to 248-266 MB (4 runs each).
@@ -45,18 +43,19 @@ def quoted(conn: Connection, names: Sequence[str]) -> str:
 
 
 def insert_parquet(conn: Connection, table: sa.Table, files: Sequence[Path], columns: Sequence[str], *,
-                   rows: int, order_shows: bool, constants: dict[str, int] | None = None) -> None:
+                   order_shows: bool, constants: dict[str, int] | None = None) -> None:
     """Append the rows of Parquet files (`columns`, NaN stored as NULL) to `table`, in the caller's transaction.
 
     `constants` are columns given one value for every row (a run's id). When `order_shows` is False, every read
     of the rows orders them by a column they hold strictly increasing (a run's steps, ORDER BY step): the order
-    they are stored in cannot show, so DuckDB may insert them in parallel (2.5 M steps 2.7 s -> 1.1 s).
+    they are stored in cannot show, so DuckDB need not keep it. DuckDB inserts on one thread (see
+    DUCKDB_INSERT_MEMORY), so the memory does not depend on the machine's cores either.
     """
     if not files:
         return
     constants = constants or {}
     if conn.dialect.name == "duckdb":
-        _duckdb_insert(conn, table, files, columns, rows=rows, order_shows=order_shows, constants=constants)
+        _duckdb_insert(conn, table, files, columns, order_shows=order_shows, constants=constants)
     else:
         with _copy(conn, table, [*constants, *columns]) as write_row:
             lead = tuple(constants.values())
@@ -66,26 +65,26 @@ def insert_parquet(conn: Connection, table: sa.Table, files: Sequence[Path], col
 
 
 def _duckdb_insert(conn: Connection, table: sa.Table, files: Sequence[Path], columns: Sequence[str], *,
-                   rows: int, order_shows: bool, constants: dict[str, int]) -> None:
+                   order_shows: bool, constants: dict[str, int]) -> None:
     floats = {c.name for c in table.columns if isinstance(c.type, sa.Float)}
     prep = conn.dialect.identifier_preparer
     values = [f"{int(v)}" for v in constants.values()] + [
         f"nullif({prep.quote(c)}, 'NaN'::DOUBLE)" if c in floats else prep.quote(c) for c in columns]
     names = ", ".join(sql_text(path) for path in files)
-    with duckdb_insert_settings(conn, rows=rows, order_shows=order_shows):
+    with duckdb_insert_settings(conn, order_shows=order_shows):
         conn.exec_driver_sql(f"INSERT INTO {prep.quote(table.name)} ({quoted(conn, [*constants, *columns])}) "
                              f"SELECT {', '.join(values)} FROM read_parquet([{names}], union_by_name = true)")
 
 
 @contextmanager
-def duckdb_insert_settings(conn: Connection, *, rows: int, order_shows: bool) -> Iterator[None]:
+def duckdb_insert_settings(conn: Connection, *, order_shows: bool) -> Iterator[None]:
     """The memory limit, threads and insertion order for one big INSERT; afterwards DuckDB's cached blocks are
     dropped and its settings put back. On an error the transaction is rolled back and its connection closed
     (NullPool), settings with it."""
     # Without a limit DuckDB keeps every written block cached: ~50 B per row of resident memory.
     conn.exec_driver_sql(f"SET memory_limit = '{DUCKDB_INSERT_MEMORY}'")
     threads = conn.exec_driver_sql("SELECT current_setting('threads')").scalar()
-    conn.exec_driver_sql(f"SET threads = {DUCKDB_INSERT_THREADS if rows >= PARALLEL_INSERT_MIN_ROWS else 1}")
+    conn.exec_driver_sql(f"SET threads = {DUCKDB_INSERT_THREADS}")
     if not order_shows:
         conn.exec_driver_sql("SET preserve_insertion_order = false")
     yield
@@ -130,7 +129,6 @@ class FrameWriter:
         self._spool: tempfile.TemporaryDirectory[str] | None = None
         self._files: list[Path] = []
         self._columns: list[str] = []
-        self._rows = 0
 
     def __enter__(self) -> Self:
         if self.conn.dialect.name == "duckdb":
@@ -146,7 +144,6 @@ class FrameWriter:
             with spooling(Path(self._spool.name).parent):
                 frame.write_parquet(path, compression="lz4", statistics=False)
             self._files.append(path)
-            self._rows += frame.height
         else:
             with _copy(self.conn, self.table, frame.columns) as write_row:
                 for row in frame.iter_rows():
@@ -158,4 +155,4 @@ class FrameWriter:
             return
         with self._spool:
             if exc_type is None:  # else the transaction is rolled back and its connection closed (NullPool)
-                insert_parquet(self.conn, self.table, self._files, self._columns, rows=self._rows, order_shows=True)
+                insert_parquet(self.conn, self.table, self._files, self._columns, order_shows=True)

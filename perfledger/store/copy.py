@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -14,12 +16,16 @@ from perfledger import schema
 from perfledger.errors import StoreError
 from perfledger.store.bulk import FrameWriter
 from perfledger.store.engine import connection as _connection
-from perfledger.store.engine import mask_url
+from perfledger.store.engine import is_duckdb, mask_url, sql_text
 from perfledger.store.init import create_schema, has_schema
+from perfledger.store.leftovers import spool_folder
 from perfledger.store.read import cast_to, counts, polars_type
 from perfledger.store.upgrade import run_date
 
 COPY_BATCH_ROWS = 50_000
+# DuckDB's memory while it reads the source in order: the ORDER BY of 10 M steps held them all (a copy out of a
+# 10 M-step store peaked at 1.4 GB); under this limit the sort spills to a spool folder on disk.
+COPY_READ_MEMORY = "64MB"
 
 
 def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
@@ -38,12 +44,13 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
         rows = ", ".join(f"{n} {t}" for t, n in held.items())
         raise StoreError(mask_url(str(dst.url)),
                          f"the destination already holds rows ({rows}); copy into an empty store")
-    with _connection(src, write=False) as read, _connection(dst, write=True) as write:
+    with _connection(src, write=False) as read, _connection(dst, write=True) as write, _bounded_reads(read):
         tables = [t for t in schema.TABLES if sa.inspect(read).has_table(t.name)]  # a store before campaigns
         expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
         for table in tables:
             with FrameWriter(write, table) as writer:
-                for frame in _frames_in_batches(read, sa.select(*_columns(read, table)).order_by(*_copy_order(table))):
+                stmt = sa.select(*_columns(read, table)).order_by(*_copy_order(table, read))
+                for frame in _frames_in_batches(read, stmt):
                     writer.add(frame)
         copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
         if copied != expected:
@@ -59,8 +66,25 @@ def _columns(conn: Connection, table: sa.Table) -> list[sa.ColumnElement[Any]]:
     return [run_date(conn) if table is schema.run and c.name == "ran_at" else c for c in table.c]
 
 
-def _copy_order(table: sa.Table) -> list[sa.ColumnElement[Any]]:
-    return list(table.primary_key.columns) or [table.c.run_id, table.c.step]
+def _copy_order(table: sa.Table, conn: Connection) -> list[sa.ColumnElement[Any]]:
+    """Rows in key order; a run's repeated steps in the order they were stored (DuckDB's rowid; PostgreSQL reads
+    them through the step index, whose equal keys keep the order of the rows in the table)."""
+    stored: list[sa.ColumnElement[Any]] = [sa.literal_column("rowid")] if is_duckdb(conn.engine) else []
+    return list(table.primary_key.columns) or [table.c.run_id, table.c.step, *stored]
+
+
+@contextmanager
+def _bounded_reads(conn: Connection) -> Iterator[None]:
+    """On a DuckDB source: its reads under COPY_READ_MEMORY, one thread, sorts spilled to a spool folder (not
+    beside the file: a store on a read-only volume can be copied)."""
+    if not is_duckdb(conn.engine):
+        yield
+        return
+    with spool_folder("sort") as folder:
+        conn.exec_driver_sql(f"SET temp_directory = {sql_text(Path(folder))}")
+        conn.exec_driver_sql(f"SET memory_limit = '{COPY_READ_MEMORY}'")
+        conn.exec_driver_sql("SET threads = 1")
+        yield
 
 
 def _frames_in_batches(conn: Connection, stmt: sa.Select[Any], size: int = COPY_BATCH_ROWS) -> Iterator[pl.DataFrame]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -332,6 +334,46 @@ def steps(engine: Engine, run_id: int) -> pl.DataFrame:
     s = schema.step
     stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
     return query(engine, stmt)
+
+
+def write_step_files(engine: Engine, run_id: int, folder: Path, *, batch_rows: int = 200_000) -> list[Path]:
+    """Every step of a run, in step order, written to Parquet files in `folder` a batch at a time: a run of
+    millions of steps read without holding it (DuckDB sorts it under a memory limit)."""
+    s = schema.step
+    stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
+    target = {c.name: polars_type(c) for c in stmt.selected_columns}
+    files: list[Path] = []
+    with _connection(engine, write=False) as conn, _sorting_under_limit(conn):
+        if conn.dialect.name == "duckdb":
+            batches: Iterator[pl.DataFrame] = (cast_to(pl.from_arrow(b), target)  # type: ignore[arg-type]
+                                               for b in conn.execute(stmt).cursor.to_arrow_reader(batch_rows))
+        else:
+            result = conn.execution_options(stream_results=True, yield_per=batch_rows).execute(stmt)
+            batches = (pl.DataFrame([tuple(r) for r in part], schema=target, orient="row")
+                       for part in result.partitions(batch_rows))
+        for frame in batches:
+            files.append(folder / f"{len(files):08d}.parquet")
+            frame.write_parquet(files[-1], compression="lz4", statistics=False)
+    return files
+
+
+SORT_MEMORY = "64MB"  # DuckDB's memory for ordering a long run's steps (10 M steps held 1.4 GB unbounded)
+
+
+@contextmanager
+def _sorting_under_limit(conn: Connection) -> Iterator[None]:
+    """On DuckDB: the block's queries under SORT_MEMORY (a sort spills to DuckDB's temporary directory), the limit
+    put back after. The temporary directory itself cannot change once a connection of the process used it."""
+    if conn.dialect.name != "duckdb":
+        yield
+        return
+    before = conn.exec_driver_sql("SELECT current_setting('memory_limit')").scalar()
+    conn.exec_driver_sql(f"SET memory_limit = '{SORT_MEMORY}'")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql("RESET memory_limit")  # then by value: RESET alone leaves the buffer pool lowered
+        conn.exec_driver_sql(f"SET memory_limit = '{before}'")
 
 
 def step_times(engine: Engine, run_id: int) -> pl.DataFrame:

@@ -71,8 +71,8 @@ def store_log_run(conn: Connection, prepared: PreparedRun, ingested_at: datetime
 def _insert_run_and_steps(conn: Connection, prepared: PreparedRun, ingested_at: datetime) -> int:
     run_id = _insert_run(conn, prepared, ingested_at)
     steps = prepared.steps
-    insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, rows=steps.rows,
-                   order_shows=not steps.increasing, constants={"run_id": run_id})
+    insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, order_shows=not steps.increasing,
+                   constants={"run_id": run_id})
     return run_id
 
 

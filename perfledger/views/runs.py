@@ -17,11 +17,12 @@ from perfledger.calc import metrics, steady
 from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
+from perfledger.views import long_runs
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
 from perfledger.views.columns import reading_order
 from perfledger.views.upload import for_the_form
 
-X_AXES = ("step", "tokens")
+X_AXES = ("step", "tokens", "time")  # overlays by step, tokens seen or wall clock
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,13 @@ def stored_run(engine: Engine, run_id: int) -> RunRow:
 
 
 def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
+    """The run's steps labelled with their phase and per-step figures; of a run too long to hold (see long_runs),
+    the rows its charts draw."""
     row = stored_run(engine, run_id)
-    frame = store.steps(engine, run_id)
     launch = state.launch or summarised_launch(engine, run_id)
+    if long_runs.is_long(row):
+        return long_runs.long_run(row, state.rule(), launch, drawn_columns(), engine).drawn
+    frame = store.steps(engine, run_id)
     if launch is not None and frame["launch"].n_unique() > 1:
         frame = frame.filter(pl.col("launch").fill_null(1) == launch)
     labelled = frame.with_columns(steady.label_steps(frame, state.rule()).alias("phase"))
@@ -190,6 +195,29 @@ def run_summary(state: RunsView, steps: pl.DataFrame) -> steady.SteadyState | No
         return steady.steady_state(steps, state.rule())
     except InvalidInput:
         return None
+
+
+def page_summary(state: RunsView, engine: Engine, steps: pl.DataFrame) -> steady.SteadyState | None:
+    """run_summary() of the page's run; of a run too long to hold, computed from every step in streaming passes
+    (the page holds only the drawn rows)."""
+    row = stored_run(engine, state.run)
+    if not long_runs.is_long(row):
+        return run_summary(state, steps)
+    launch = state.launch or summarised_launch(engine, state.run)
+    return long_runs.long_run(row, state.rule(), launch, drawn_columns(), engine).summary
+
+
+def long_run_note(row: RunRow) -> str | None:
+    """What the page holds of a run too long to hold (None for any other run)."""
+    if not long_runs.is_long(row):
+        return None
+    return (f"{row.n_steps:,} steps: the figures count every step; the charts, and the table and CSV below, hold "
+            "the rows drawn (each figure's lowest and highest in each slice of the run and phase)")
+
+
+def drawn_columns() -> tuple[str, ...]:
+    """Every column a run page's charts draw: step time, each chart's figure and the log's own."""
+    return ("step_time_s", *(c for ch in STEP_CHARTS for c in (ch.column, ch.printed) if c))
 
 
 def steady_window(summary: steady.SteadyState | None) -> tuple[int, int] | None:

@@ -86,15 +86,42 @@ DRAWN_MARKS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteCh
     })"""
 
 
+@pytest.mark.parametrize("x", ["step", "tokens", "time"])
 def test_every_overlay_chart_draws_its_runs_on_a_plot_with_height(runs_server: tuple[Server, list[int]],
-                                                                  page: Page) -> None:
+                                                                  page: Page, x: str) -> None:
     """The overlays drew a title, a legend and an x axis on a plot of zero height (the legend on top took it)."""
     server, (first, second) = runs_server
-    open_app(page, server, f"/runs?run={first}&vs={second}")
+    open_app(page, server, f"/runs?run={first}&vs={second}&x={x}")
     expect(page.locator(CHART).nth(9)).to_be_visible()  # five charts of the run, five overlaid
     page.wait_for_function(f"() => ({DRAWN_MARKS})().length === 5")
     drawn = page.evaluate(DRAWN_MARKS)
-    screenshot(page, "runs-overlay-marks")
+    screenshot(page, f"runs-overlay-marks-by-{x}")
     assert all(chart["marks"] > 0 for chart in drawn), drawn
     assert all(chart["tall"] > 40 for chart in drawn), drawn  # the marks spread over the plot's height
+    assert_no_exception(page)
+
+
+READOUT = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+    .filter(c => (c.querySelector('.role-title-subtitle') || {}).textContent?.includes('runs by'))
+    .map(c => [...c.querySelectorAll('g.role-mark text')]
+        .filter(t => t.textContent && getComputedStyle(t).opacity !== '0' && t.getAttribute('opacity') !== '0')
+        .map(t => t.textContent))"""
+
+
+def test_an_overlay_reads_out_each_runs_value_under_the_cross_hair(runs_server: tuple[Server, list[int]],
+                                                                   page: Page) -> None:
+    """Pointing at an overlay by wall clock shows a rule at the nearest point and each run's value there."""
+    server, (first, second) = runs_server
+    open_app(page, server, f"/runs?run={first}&vs={second}&x=time")
+    page.wait_for_function(f"() => ({DRAWN_MARKS})().length === 5")
+    chart = page.locator(CHART).filter(has_text="runs by wall clock").first
+    chart.scroll_into_view_if_needed()
+    box = chart.locator("svg").first.bounding_box()
+    assert box is not None
+    assert page.evaluate(READOUT)[0] == []  # nothing read out before the pointer comes
+    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.5)
+    page.wait_for_function(f"() => ({READOUT})().some(texts => texts.length > 0)")
+    shown = [texts for texts in page.evaluate(READOUT) if texts]
+    screenshot(page, "runs-overlay-cross-hair")
+    assert shown and all(text.strip() for text in shown[0]), shown
     assert_no_exception(page)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 from sqlalchemy import Connection, Engine
@@ -225,9 +227,13 @@ def test_a_null_step_counts_as_not_rising() -> None:
 
 
 def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | None = None,
-                 then: Callable[[Connection], None] = lambda conn: None) -> int:
+                 before: Callable[[Connection], None] = lambda conn: None,
+                 then: Callable[[Connection], None] = lambda conn: None, seeded: Path | None = None) -> int:
     """The rows one DuckDB run insert stored from these step frames (missing columns NULL), spooled as the
-    pipeline spools them; `then` runs next in the insert's transaction."""
+    pipeline spools them, into a new store (or a copy of `seeded`); `before` runs first in the insert's
+    transaction, `then` next."""
+    if seeded is not None:
+        shutil.copy(seeded, tmp_path / "steps.duckdb")
     engine = store.engine_from_url(f"duckdb:///{tmp_path / 'steps.duckdb'}")
     store.create_schema(engine)
     spool = StepSpool()
@@ -239,7 +245,8 @@ def insert_steps(tmp_path: Path, frames: list[pl.DataFrame], *, threads: int | N
         with connection(engine, write=True) as conn:
             if threads is not None:
                 conn.exec_driver_sql(f"SET threads = {threads}")
-            insert_parquet(conn, store.schema.step, steps.files, store.STEP_COLUMNS, rows=steps.rows,
+            before(conn)
+            insert_parquet(conn, store.schema.step, steps.files, store.STEP_COLUMNS,
                            order_shows=not steps.increasing, constants={"run_id": 1})
             if threads is not None:
                 assert conn.exec_driver_sql("SELECT current_setting('threads')").scalar() == threads  # put back
@@ -258,22 +265,48 @@ def full_width_steps(n: int) -> list[pl.DataFrame]:
                          | {c: rng.random(25_000) for c in floats}) for first in range(0, n, 25_000)]
 
 
-def test_a_parallel_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
+def sparse_steps(n: int, frame_rows: int = 25_000) -> list[pl.DataFrame]:
+    """n steps of a log that prints step time, tokens, loss and MFU only (nanoGPT), in frames of `frame_rows`."""
+    return [pl.DataFrame({"step": pl.int_range(first, min(n, first + frame_rows), eager=True)}).with_columns(
+        step_time_s=pl.col("step") * 1.0001, tokens=pl.lit(491_520.0), loss=pl.col("step").sin(),
+        reported_mfu=pl.col("step").cos()) for first in range(0, n, frame_rows)]
+
+
+def test_an_insert_stays_within_its_memory_on_a_store_set_to_many_threads(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each DuckDB thread of a parallel insert fills row groups of its own: left at a many-core machine's thread
-    count, 2.5 M steps ran out of the insert's 64 MB. Scaled down here: 500k steps under 24 MB, 16 threads."""
+    """Each DuckDB thread of an insert fills row groups of its own: left at a many-core machine's thread count,
+    2.5 M steps ran out of the insert's 64 MB. Scaled down here: 500k steps under 24 MB, the store at 16 threads."""
     monkeypatch.setattr(bulk, "DUCKDB_INSERT_MEMORY", "24MB")
-    frames = [pl.DataFrame({"step": pl.int_range(first, first + 25_000, eager=True)}).with_columns(
-        step_time_s=pl.col("step") * 1.0001, loss=pl.col("step").sin()) for first in range(0, 500_000, 25_000)]
-    assert sum(f.height for f in frames) >= bulk.PARALLEL_INSERT_MIN_ROWS
-    assert insert_steps(tmp_path, frames, threads=16) == 500_000
+    assert insert_steps(tmp_path, sparse_steps(500_000), threads=16) == 500_000
 
 
-@pytest.mark.parametrize("steps", [225_000, 500_000], ids=["one-thread", "two-threads"])
+def test_steps_inserted_after_their_run_row_stay_within_the_inserts_memory(
+        tmp_path: Path, seeded_db_file: Path) -> None:
+    """A run's row goes in first, in the same transaction: with the store's indexes that held enough memory for a
+    parallel insert to fail ("failed to pin block"), which refused 10 M nanoGPT steps into an initialised store."""
+    def run_row(conn: Connection) -> None:
+        conn.execute(sa.insert(store.schema.run).values(
+            id=10_000, content_sha256="cd" * 32, format="nanogpt", file_name="long.log", file_bytes=1,
+            ingested_at=datetime.now(UTC), config="{}", warnings="[]", summary="{}", n_steps=2_500_000,
+            skipped_lines=0))
+
+    assert insert_steps(tmp_path, sparse_steps(2_500_000, 161_320), before=run_row, seeded=seeded_db_file) == 2_500_000 + \
+        _stored_steps(seeded_db_file)
+
+
+def _stored_steps(path: Path) -> int:
+    engine = store.engine_from_url(f"duckdb:///{path}")
+    try:
+        return int(store.counts(engine)["step"])
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("steps", [225_000, 1_000_000])
 def test_the_costliest_insert_passes_with_a_tenth_of_its_memory_to_spare(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int) -> None:
-    """Every column filled. On two threads 225k steps needed 35 MB (DuckDB 1.5.6), so a run that small goes on
-    one (13 MB); 500k steps on two need 24. Fails when a DuckDB upgrade eats into DUCKDB_INSERT_MEMORY."""
+    """Every column filled: one thread needs 13 MB whatever the run's length (DuckDB 1.5.6). Fails when a DuckDB
+    upgrade eats into DUCKDB_INSERT_MEMORY."""
     limit_mb = int(bulk.DUCKDB_INSERT_MEMORY.removesuffix("MB"))
     monkeypatch.setattr(bulk, "DUCKDB_INSERT_MEMORY", f"{limit_mb * 9 // 10}MB")
     assert insert_steps(tmp_path, full_width_steps(steps)) == steps
