@@ -191,6 +191,8 @@ def _ingest_folder(engine: store.Engine, path: Path, overrides: Hints, limit: in
         return ingest_folder(engine, path, overrides, limit, as_json=args.json, dry=args.dry_run, known=known)
     except PerfledgerError as exc:
         print(f"{printable(str(path))}: {exc}", file=sys.stderr)
+        if args.json:  # one object per argument, a refused folder's too
+            print(json.dumps(refused_json(printable(str(path)), exc)))
         return 1
 
 

@@ -66,7 +66,7 @@ def plan_folder(folder: Path, given: Hints | None = None, *, limit: int | None =
     """Everything but the write: the folder's attempts, metadata, refusals and score."""
     paths = files.folder_files(folder)
     if not paths:
-        raise PerfledgerError(f"{folder}: the folder holds no file to import")
+        raise PerfledgerError("the folder holds no file to import")  # the edge names the folder
     meta: dict[str, Any] = {"folder": folder.name, "configs": {}, "systems": {}}
     refusals: list[str] = []
     digests: list[str] = []

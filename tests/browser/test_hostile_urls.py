@@ -54,6 +54,7 @@ HOSTILE_TEXT = "[click me](https://evil.example) https://evil.example/bare www.e
 TEXT_KEYS = {  # every page, with the URL keys whose text it shows
     "overview": ("by",), "speedups": ("m", "bf", "cv"), "accelerators": ("m",), "scaling": ("m", "a"),
     "time-to-train": ("m", "a"), "runs": ("vs",), "audit": ("m", "src"), "sources": ("src",),
+    "campaigns": ("sort",), "history": ("m", "a", "p", "l", "f"), "mlperf": ("org", "b", "a"),
 }
 
 

@@ -44,18 +44,19 @@ def test_a_fifo_is_refused_within_a_second_with_exit_1(tmp_path: Path, capsys: p
     assert capsys.readouterr().err == f"{fifo}: not a regular file\n"
 
 
-@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "folder"])
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "empty folder"])
 def test_what_is_not_a_regular_file_is_refused_and_the_others_still_stored(tmp_path: Path, target: str) -> None:
     if target == "fifo":
         os.mkfifo(path := tmp_path / "log.fifo")
-    elif target == "folder":
+    elif target == "empty folder":  # a folder is a campaign: one with nothing in it is refused
         (path := tmp_path / "logs").mkdir()
     else:
         path = Path(target)
     db = f"duckdb:///{tmp_path / 's.duckdb'}"
     out = ingest(str(path), str(MEGATRON), "--db", db, "--json")
     assert out.returncode == 1
-    assert out.stderr == f"{path}: not a regular file\n"
+    why = "the folder holds no file to import" if target == "empty folder" else "not a regular file"
+    assert out.stderr == f"{path}: {why}\n"
     printed = [json.loads(line) for line in out.stdout.splitlines()]  # one object per file, the refused one too
     assert [o["file"] for o in printed if o["format"]] == [str(MEGATRON)]
     assert [o["run_id"] for o in printed if not o["format"]] == [None] and len(printed) == 2

@@ -77,4 +77,4 @@ def test_an_estimate_from_a_row_the_audit_warns_about_carries_the_warning(
                in w for w in warnings), warnings
     assert "measured: result 15:" in _texts(at)
     table = next(df.value for df in at.dataframe if "measured result id" in df.value.columns)
-    assert set(table["measured result id"]) == {15}
+    assert set(table["measured result id"]) == {"/sources?result=15"}  # a permalink to the row used
