@@ -192,11 +192,26 @@ def insert_results(conn: Connection, records: Sequence[ResultRecord]) -> int:
         return 0
     known = catalog_from(conn)
     rows = {r["row_key"]: r for r in (_result_row(record, known) for record in records)}
-    existing = set(conn.execute(sa.select(schema.result.c.row_key)).scalars())
+    existing = stored_row_keys(conn, list(rows))
     fresh = [row for key, row in rows.items() if key not in existing]
     if fresh:
         conn.execute(_insert_new(conn, schema.result), fresh)
     return len(fresh)
+
+
+# --- row keys asked for by the batch, so that a write reads what it adds, not the whole result table ---
+ROW_KEY_BATCH = 500  # keys per IN list: far under either engine's limit on bound parameters
+
+
+def stored_row_keys(conn: Connection, keys: Sequence[str]) -> set[str]:
+    """Those of `keys` the result table already holds, looked up by its unique index in batches."""
+    found: set[str] = set()
+    for start in range(0, len(keys), ROW_KEY_BATCH):
+        batch = keys[start:start + ROW_KEY_BATCH]
+        found.update(conn.execute(sa.select(schema.result.c.row_key)
+                                  .where(schema.result.c.row_key.in_(batch))).scalars())
+    return found
+# --- end row keys ---
 
 
 def _json(value: Any) -> str:

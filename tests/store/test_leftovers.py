@@ -3,6 +3,7 @@ write."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,13 +11,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 import sqlalchemy as sa
 
 from perfledger import schema, store
-from perfledger.store.leftovers import remove_dead_spools, spool_folder
+from perfledger.store.leftovers import ids_not_stored, remove_dead_spools, remove_orphan_rows, spool_folder
 from tests.conftest import ROOT
 
 BIG_RUN_STEPS = 150_000  # more than a row group: DuckDB writes them to the file before the commit
@@ -128,3 +130,57 @@ def test_a_spool_folder_is_named_after_its_process() -> None:
         assert Path(name).parent == Path(tempfile.gettempdir())
         remove_dead_spools()
         assert Path(name).exists()
+
+
+STEPS_PER_RUN = 150_000  # more than a row group each: DuckDB keeps a min and max of run_id per row group
+
+
+def _store_with_orphans_in_a_gap_and_past_the_end(db: Path) -> None:
+    """Runs 1-6 with their steps and run 3 deleted but for its steps (a gap), and steps of a run 7 never stored."""
+    plain = sa.create_engine(f"duckdb:///{db}")
+    with plain.begin() as conn:
+        schema.metadata.create_all(conn)
+    plain.dispose()
+    with duckdb.connect(str(db)) as con:
+        con.execute("INSERT INTO run (id, content_sha256, format, file_name, ingested_at, config, warnings, n_steps, "
+                    "skipped_lines) SELECT i, md5(i::VARCHAR), 'megatron', 'r.log', now(), '{}', '[]', "
+                    f"{STEPS_PER_RUN}, 0 FROM range(1, 7) t(i) WHERE i <> 3")
+        con.execute(f"INSERT INTO step (run_id, step) SELECT i // {STEPS_PER_RUN} + 1, i "
+                    f"FROM range({7 * STEPS_PER_RUN}) t(i)")
+        con.execute("INSERT INTO result (id, row_key, metric, value, unit, evidence, run_id) VALUES "
+                    "(1, 'k1', 'm', 1, 'u', 'measured', 3), (2, 'k2', 'm', 1, 'u', 'measured', 2), "
+                    "(3, 'k3', 'm', 1, 'u', 'measured', 7), (4, 'k4', 'm', 1, 'u', 'reported', NULL)")
+
+
+def test_the_sweep_removes_orphans_in_a_gap_and_past_the_last_run(tmp_path: Path) -> None:
+    db = tmp_path / "gaps.duckdb"
+    _store_with_orphans_in_a_gap_and_past_the_end(db)
+    engine = store.engine_from_url(f"duckdb:///{db}")
+    with engine.begin() as conn:
+        assert remove_orphan_rows(conn) == {"step": 2 * STEPS_PER_RUN, "result": 2}
+    assert _raw_counts(db) == (5, 5 * STEPS_PER_RUN, 0, 0)
+    assert ids_not_stored([1, 2, 4, 5, 6]) == [(None, 0), (3, 3), (7, None)]
+    assert ids_not_stored([]) == [(None, None)]
+
+
+def test_the_sweep_reads_the_row_groups_of_missing_runs_not_every_step(tmp_path: Path) -> None:
+    db = tmp_path / "gaps.duckdb"
+    _store_with_orphans_in_a_gap_and_past_the_end(db)
+    profile = tmp_path / "profile.json"
+    scanned: list[int] = []
+
+    def count_scanned(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        if "step" in statement and profile.exists():
+            scanned.append(int(json.loads(profile.read_text()).get("cumulative_rows_scanned", 0)))
+
+    plain = sa.create_engine(f"duckdb:///{db}")
+    with plain.begin() as conn:
+        conn.exec_driver_sql("PRAGMA enable_profiling = 'json'")
+        conn.exec_driver_sql(f"PRAGMA profiling_output = '{profile}'")
+        conn.exec_driver_sql("""SET custom_profiling_settings = '{"CUMULATIVE_ROWS_SCANNED": "true"}'""")
+        sa.event.listen(conn, "after_cursor_execute", count_scanned)
+        remove_orphan_rows(conn)
+    plain.dispose()
+    assert scanned
+    # the orphans' own 300,000 rows and the row groups they share with neighbours; before: all 1,050,000 steps
+    assert sum(scanned) < 4 * STEPS_PER_RUN
