@@ -316,7 +316,7 @@ def _label(row: RunRow) -> str:
 
 def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
     """Config keys (and steady-state summary figures) across runs, one column per run; `differs` marks the keys
-    whose values are not all the same."""
+    whose values are not all the same, listed first."""
     rows = [stored_run(engine, i) for i in run_ids]
     flat = [{**{f"config.{k}": v for k, v in r.config.items()},
              **{f"summary.{k}": v for k, v in (r.summary or {}).items()}} for r in rows]
@@ -325,7 +325,7 @@ def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
     data = [{"key": k, **{c: _text(f.get(k)) for c, f in zip(columns, flat, strict=True)},
              "differs": len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flat}) > 1} for k in keys]
     schema = {"key": pl.String(), **{c: pl.String() for c in columns}, "differs": pl.Boolean()}
-    return pl.DataFrame(data, schema=schema)
+    return pl.DataFrame(data, schema=schema).sort("differs", descending=True, maintain_order=True)  # what moved on top
 
 
 def _text(v: Any) -> str | None:
