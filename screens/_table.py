@@ -21,12 +21,14 @@ LABELS = {
     "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
     "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
     "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
+    "run_id": "run",
 }
 
 
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 _RESULT_TEXT = r"/sources\?result=(\d+)"  # the id back from links.result(id).href
 _RUN_TEXT = r"/runs\?run=(\d+)"
+_RUN_COLUMNS = ("run", "run_id", "run id")  # a campaign's attempts and History's points name their run so
 
 
 def _is_result_column(name: str, results: Sequence[str]) -> bool:
@@ -37,9 +39,9 @@ def _linked(frame: pl.DataFrame, results: Sequence[str]) -> tuple[pl.DataFrame, 
     """Whole-number result-id and run columns as links to the result's permalink and the run's page."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     for name, dtype in frame.schema.items():
-        if not dtype.is_integer() or not (_is_result_column(name, results) or name == "run"):
+        if not dtype.is_integer() or not (_is_result_column(name, results) or name in _RUN_COLUMNS):
             continue
-        build, pattern = (links.result, _RESULT_TEXT) if name != "run" else (links.run, _RUN_TEXT)
+        build, pattern = (links.run, _RUN_TEXT) if name in _RUN_COLUMNS else (links.result, _RESULT_TEXT)
         hrefs = {int(i): build(int(i)).href for i in frame[name].drop_nulls().unique().to_list()}
         frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
         config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=pattern)

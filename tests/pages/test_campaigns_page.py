@@ -58,3 +58,13 @@ def test_the_list_names_every_campaign(seeded_engine: Engine, open_page: Callabl
     listed = at.dataframe[0].value
     assert listed["name"].tolist() == ["dgxc_llama31_405b_gb200_jobs"] and listed["kind"].tolist() == ["job table"]
     assert at.selectbox(key="ca_c").options == ["every campaign", "1: dgxc_llama31_405b_gb200_jobs"]  # not escaped
+
+
+def test_each_attempt_links_to_its_run_page(seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    saved = import_folder(seeded_engine, CAMPAIGNS / "mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora").saved
+    assert saved is not None
+    at = open_page("campaigns", f"c={saved.campaign_id}")
+    assert not at.exception, at.exception
+    hrefs = at.dataframe[0].value["run_id"].tolist()
+    assert len(hrefs) == 10 and all(h.startswith("/runs?run=") for h in hrefs)
+    assert len(set(hrefs)) == 10
