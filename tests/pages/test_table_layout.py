@@ -122,3 +122,14 @@ def test_repeated_text_travels_once_and_reads_the_same() -> None:
     assert sent.column("series").nbytes < 3_000  # as text, its 1,500 copies are 66,000 bytes
     shown = at.dataframe[0].value
     assert shown["series"].iloc[0] == "llama2-70b · h100-sxm · pretrain · bf16 · 3D" and shown["series"].isna().iloc[-1]
+
+
+def test_history_shows_the_figure_and_its_verdict_beside_the_configuration(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    for name in ("msft_megatron_ds_gpt3_125m_tokendropping_8gpu.log",
+                 "msft_megatron_ds_gpt3_125m_random_ltd_baseline_8gpu_ansi.log"):
+        pipeline.ingest_path(seeded_engine, LOGS / name)
+    table = open_page("history").dataframe[0]
+    assert list(table.proto.column_order)[:6] == ["configuration", "date", "value", "unit", "worse than before",
+                                                  "regression"]
+    assert int(_columns(table)["configuration"]["width"]) <= 300
