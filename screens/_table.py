@@ -35,6 +35,10 @@ def _is_result_column(name: str, results: Sequence[str]) -> bool:
     return name.endswith("result id") or name == "claim_id" or name in results
 
 
+def _is_link(column: Mapping[str, Any] | None) -> bool:
+    return column is not None and column.get("type_config", {}).get("type") == "link"
+
+
 def _linked(frame: pl.DataFrame, results: Sequence[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Whole-number result-id and run columns as links to the result's permalink and the run's page."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
@@ -63,7 +67,7 @@ AS_STORED = "%,g"
 def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
     """The frame as the browser gets it: each text column but the links dictionary-encoded, so a text repeated
     down the rows travels once (the Scaling table's 2,000 rows: 923 KB -> 193 KB); the cells read the same."""
-    links_ = {name for name, column in config.items() if column.get("type_config", {}).get("type") == "link"}
+    links_ = {name for name, column in config.items() if _is_link(column)}
     return frame.with_columns(pl.col(name).cast(pl.Categorical) for name, dtype in frame.schema.items()
                               if dtype == pl.String and name not in links_)
 
@@ -82,8 +86,8 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
         frame = frame.head(MAX_SHOWN_ROWS)
     frame = frame.drop(views.columns.empty_columns(frame))  # every cell empty: nothing to read (the CSV keeps it)
     frame, config = _linked(frame, results)
-    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
-               for name, fmt in (formats or {}).items() if name in frame.columns and name not in config}
+    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)  # a relabelled column too
+               for name, fmt in (formats or {}).items() if name in frame.columns and not _is_link(config.get(name))}
     for name in ("source", "source_id", "input_source"):
         if name in frame.columns:
             hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}

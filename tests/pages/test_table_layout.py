@@ -133,3 +133,9 @@ def test_history_shows_the_figure_and_its_verdict_beside_the_configuration(
     assert list(table.proto.column_order)[:6] == ["configuration", "date", "value", "unit", "worse than before",
                                                   "regression"]
     assert int(_columns(table)["configuration"]["width"]) <= 300
+
+
+def test_a_relabelled_column_keeps_its_number_format(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    config = _columns(open_page("audit").dataframe[0])  # rel_diff reads "relative diff" and is a percentage
+    assert config["rel_diff"]["label"] == "relative diff"
+    assert config["rel_diff"]["type_config"]["format"] == "percent"
