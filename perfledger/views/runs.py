@@ -331,6 +331,8 @@ def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
 def _text(v: Any) -> str | None:
     """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
     read as the upload form's selectors."""
+    if isinstance(v, float):  # a computed summary figure to 6 significant digits, not 0.005802446394482372
+        v = float(f"{v:.6g}")
     return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 

@@ -25,3 +25,14 @@ def test_the_keys_that_differ_between_runs_come_first_each_group_in_key_order(st
     assert "config.framework_version" in diff["key"].head(moved).to_list()
     for group in (diff.head(moved), diff.tail(len(flags) - moved)):
         assert group["key"].to_list() == sorted(group["key"].to_list())
+
+
+def test_the_diff_prints_a_summary_figure_to_six_significant_digits(store_engine: Engine) -> None:
+    one = pipeline.ingest_bytes(store_engine, TOKEN_DROPPING.read_bytes(), TOKEN_DROPPING.name)
+    two = pipeline.ingest_bytes(store_engine, BASELINE.read_bytes(), BASELINE.name)
+    assert one.run_id is not None and two.run_id is not None
+    diff = config_diff(store_engine, one.run_id, two.run_id)
+    jitter = diff.filter(diff["key"] == "summary.jitter_cv").row(0, named=True)
+    for column in (f"run {one.run_id}", f"run {two.run_id}"):
+        text = jitter[column]
+        assert float(text) == float(f"{float(text):.6g}") and len(text) <= 10, text
