@@ -139,3 +139,10 @@ def test_a_relabelled_column_keeps_its_number_format(seeded_url: str, open_page:
     config = _columns(open_page("audit").dataframe[0])  # rel_diff reads "relative diff" and is a percentage
     assert config["rel_diff"]["label"] == "relative diff"
     assert config["rel_diff"]["type_config"]["format"] == "percent"
+
+
+def test_scaling_groups_device_counts_by_thousands_as_its_axis_does(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("scaling").dataframe[0]
+    assert 1024 in table.value["devices"].tolist()  # shown "1,024", not "1024" beside an axis reading 1,024
+    assert _columns(table)["devices"]["type_config"]["format"] == "%,d"
