@@ -21,7 +21,8 @@ LABELS = {
     "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
     "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
     "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
-    "run_id": "run",
+    "run_id": "run", "imported_at": "imported (UTC)", "score_unit": "score unit", "score_rule": "score rule",
+    "score_note": "score note",
 }
 
 
