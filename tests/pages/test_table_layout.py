@@ -146,3 +146,11 @@ def test_scaling_groups_device_counts_by_thousands_as_its_axis_does(
     table = open_page("scaling").dataframe[0]
     assert 1024 in table.value["devices"].tolist()  # shown "1,024", not "1024" beside an axis reading 1,024
     assert _columns(table)["devices"]["type_config"]["format"] == "%,d"
+
+
+def test_head_to_head_shows_both_values_beside_their_ratio(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("accelerators", "s=head").dataframe[0]
+    first = ["pair", "model", "metric", "ratio (second / first)", "first value", "second value"]
+    assert table.value.columns.tolist()[:6] == first  # the second value was the eighth column, off a 1440px screen
+    config = _columns(table)
+    assert sum(int(config[c]["width"]) for c in first if "width" in config.get(c, {})) <= TABLE_WIDTH_PX
