@@ -154,3 +154,12 @@ def test_head_to_head_shows_both_values_beside_their_ratio(seeded_url: str, open
     assert table.value.columns.tolist()[:6] == first  # the second value was the eighth column, off a 1440px screen
     config = _columns(table)
     assert sum(int(config[c]["width"]) for c in first if "width" in config.get(c, {})) <= TABLE_WIDTH_PX
+
+
+def test_overview_shows_each_groups_name_whole_beside_narrow_counts(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("overview").dataframe[0]
+    config = _columns(table)
+    name, *counts = table.value.columns.tolist()
+    assert int(config[name]["width"]) >= 200  # "measured from 19 ingested runs" at about 6 px a character
+    assert all(config[c]["width"] == "small" for c in counts)
