@@ -163,3 +163,10 @@ def test_overview_shows_each_groups_name_whole_beside_narrow_counts(
     name, *counts = table.value.columns.tolist()
     assert int(config[name]["width"]) >= 200  # "measured from 19 ingested runs" at about 6 px a character
     assert all(config[c]["width"] == "small" for c in counts)
+
+
+def test_time_to_train_groups_device_counts_by_thousands_as_its_axis_does(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("time-to-train").dataframe[0]
+    assert 1024 in table.value["devices"].tolist()
+    assert _columns(table)["devices"]["type_config"]["format"] == "%,d"
