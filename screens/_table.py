@@ -21,25 +21,32 @@ LABELS = {
     "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
     "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
     "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
+    "run_id": "run", "imported_at": "imported (UTC)", "score_unit": "score unit", "score_rule": "score rule",
+    "score_note": "score note",
 }
 
 
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 _RESULT_TEXT = r"/sources\?result=(\d+)"  # the id back from links.result(id).href
 _RUN_TEXT = r"/runs\?run=(\d+)"
+_RUN_COLUMNS = ("run", "run_id", "run id")  # a campaign's attempts and History's points name their run so
 
 
 def _is_result_column(name: str, results: Sequence[str]) -> bool:
     return name.endswith("result id") or name == "claim_id" or name in results
 
 
+def _is_link(column: Mapping[str, Any] | None) -> bool:
+    return column is not None and column.get("type_config", {}).get("type") == "link"
+
+
 def _linked(frame: pl.DataFrame, results: Sequence[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Whole-number result-id and run columns as links to the result's permalink and the run's page."""
     config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
     for name, dtype in frame.schema.items():
-        if not dtype.is_integer() or not (_is_result_column(name, results) or name == "run"):
+        if not dtype.is_integer() or not (_is_result_column(name, results) or name in _RUN_COLUMNS):
             continue
-        build, pattern = (links.result, _RESULT_TEXT) if name != "run" else (links.run, _RUN_TEXT)
+        build, pattern = (links.run, _RUN_TEXT) if name in _RUN_COLUMNS else (links.result, _RESULT_TEXT)
         hrefs = {int(i): build(int(i)).href for i in frame[name].drop_nulls().unique().to_list()}
         frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
         config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=pattern)
@@ -61,7 +68,7 @@ AS_STORED = "%,g"
 def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
     """The frame as the browser gets it: each text column but the links dictionary-encoded, so a text repeated
     down the rows travels once (the Scaling table's 2,000 rows: 923 KB -> 193 KB); the cells read the same."""
-    links_ = {name for name, column in config.items() if column.get("type_config", {}).get("type") == "link"}
+    links_ = {name for name, column in config.items() if _is_link(column)}
     return frame.with_columns(pl.col(name).cast(pl.Categorical) for name, dtype in frame.schema.items()
                               if dtype == pl.String and name not in links_)
 
@@ -80,8 +87,8 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
         frame = frame.head(MAX_SHOWN_ROWS)
     frame = frame.drop(views.columns.empty_columns(frame))  # every cell empty: nothing to read (the CSV keeps it)
     frame, config = _linked(frame, results)
-    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)
-               for name, fmt in (formats or {}).items() if name in frame.columns and name not in config}
+    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)  # a relabelled column too
+               for name, fmt in (formats or {}).items() if name in frame.columns and not _is_link(config.get(name))}
     for name in ("source", "source_id", "input_source"):
         if name in frame.columns:
             hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}

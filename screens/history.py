@@ -15,6 +15,9 @@ from screens import _ui
 PAGE = _ui.this_page(__file__)
 FORMATS = {"value": "%,.4g", "median of runs before": "%,.4g", "worse than before": "percent", "level": "%,.4g",
            "reference": "%,.4g", "of reference": "percent", "reference line": "%,.4g"}
+# the figure and its verdict beside the configuration on a 1440px screen (the value was the eighth column, off-screen)
+FIRST = ("configuration", "date", "value", "unit", "worse than before", "regression", "change point", "run id", "file")
+WIDTHS = {"configuration": 260}
 AXIS_LABELS = {"date": "By date run", "version": "By framework version"}
 db = _ui.engine()
 state = _ui.page_state(PAGE)
@@ -63,7 +66,7 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No ingested run has this figure for this configuration; choose 'any' for a field, or ingest a log "
             "(python -m ingest FILE --model ID when the log does not name its model).")
-    _ui.show_table(table, FORMATS, key="history_table")
+    _ui.show_table(table, FORMATS, key="history_table", first=FIRST, widths=WIDTHS)
     _ui.download(state, table)
     st.stop()
 undated = history.undated(table)
@@ -81,7 +84,7 @@ if table["reference"].is_null().all() and state.reference:
             "reference line.")
 _ui.chart(charts.spec(history_chart.history_lines, history.chart_points(table, state.by), by=state.by,
                       value_title=history.METRIC_LABELS[state.metric]), state, "history")
-_ui.show_table(table, FORMATS, key="history_table")
+_ui.show_table(table, FORMATS, key="history_table", first=FIRST, widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, note="Change points: the L1 piecewise-constant fit of Friedrich et al. (2008) as in asv's "
                             "step detection; a regression: worse than the median of the runs before it by more "

@@ -11,7 +11,7 @@ from screens import _ui
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"value": _ui.AS_STORED, "throughput (tokens/s, all devices)": "%,.0f", "ideal linear (tokens/s)": "%,.0f",
-           "scaling efficiency": "percent"}
+           "scaling efficiency": "percent", "devices": "%,d"}  # 1,024 devices, as the axis reads
 SECTION_LABELS = {"scaling": "Scaling with devices", "sensitivity": "Sensitivity (seq len, GAS, sparsity, GenSLM)"}
 CHARTS, CHART_LABELS = views.scaling.CHARTS, views.scaling.CHART_LABELS
 db = _ui.engine()

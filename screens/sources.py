@@ -25,6 +25,9 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     if said.get("source_id"):
         _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")
     _ui.web_link(st, said.get("source_url"))
+    for field in ("note", "audit explanation"):  # in full: the table's one line cut them at the screen's edge
+        for text in detail.filter(detail["field"] == field)["value"].drop_nulls().to_list():
+            st.caption(_ui.plain(f"{field.capitalize()}: {text}"))
     _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
     shown_in = detail.filter(detail["field"] == "shown in")["value"].to_list()
     st.markdown("**Shown in:** " + (" · ".join(f"[{_ui.plain(h)}]({h})" for h in shown_in) or "no page's table"))

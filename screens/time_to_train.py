@@ -11,7 +11,7 @@ from screens import _ui
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"time (s)": "%,.0f", "time (h)": "%,.1f", "time (days)": "%,.2f", "cost (USD)": "$%,.0f",
-           "tokens/s/device": "%,.1f"}
+           "tokens/s/device": "%,.1f", "devices": "%,d"}  # 1,024 devices, as the axis reads
 MODE_LABELS = {"peak": "efficiency × peak", "measured": "a measured row"}
 MODES, PRECISIONS = views.time_to_train.MODES, views.time_to_train.PRECISIONS
 db = _ui.engine()

@@ -118,8 +118,8 @@ _STORED_COLUMNS = ("accelerator_id", "model_id", "metric")
 # What a 1440px screen shows first. The catalog: the accelerator, its dense peaks, memory and power, its source.
 CATALOG_FIRST = ("accelerator", "name", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "memory (GB)", "bandwidth (TB/s)",
                  "TDP (W)", "source", "stored results")
-# The head-to-head: the pair, its ratio, its caveats and source; the values and per-peak ratios to the right.
-HEAD_FIRST = ("pair", "model", "metric", "ratio (second / first)", "caveats", "source", "first value", "second value")
+# The head-to-head: the pair, its ratio and both values, its caveats and source; the per-peak ratios to the right.
+HEAD_FIRST = ("pair", "model", "metric", "ratio (second / first)", "first value", "second value", "caveats", "source")
 # The comparison: the accelerator and model, the normalized figure, the audit's warning and the source.
 COMPARE_FIRST = ("accelerator", "model", "normalized", "normalized unit", "warning", "source", "value", "unit",
                  "devices", "precision")

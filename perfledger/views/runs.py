@@ -293,7 +293,8 @@ def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
             "note": f"tokens/s/device x {fpt / 1e9:,.1f} GFLOP/token ({row.config.get('model')} at seq len "
                     f"{row.config.get('seq_len'):,}) / 1e12"}], schema=rows.schema)])
     rank = {m: i for i, m in enumerate(FIGURE_ORDER)}
-    return rows.with_columns(
+    return rows.with_columns(  # a derived figure to 6 significant digits, as recomputed ones: not 772.9050683075516
+        pl.when(pl.col("evidence") == "derived").then(pl.col("value").round_sig_figs(6)).otherwise(pl.col("value")),
         pl.col("metric").replace_strict(FIGURE_LABELS, default=pl.col("metric")).alias("figure"),
         pl.col("metric").replace_strict(rank, default=len(rank)).alias("_rank"),
     ).sort("_rank", maintain_order=True).select("figure", "value", "unit", "evidence", "precision", "n_devices", "note")
@@ -315,7 +316,7 @@ def _label(row: RunRow) -> str:
 
 def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
     """Config keys (and steady-state summary figures) across runs, one column per run; `differs` marks the keys
-    whose values are not all the same."""
+    whose values are not all the same, listed first."""
     rows = [stored_run(engine, i) for i in run_ids]
     flat = [{**{f"config.{k}": v for k, v in r.config.items()},
              **{f"summary.{k}": v for k, v in (r.summary or {}).items()}} for r in rows]
@@ -324,12 +325,14 @@ def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
     data = [{"key": k, **{c: _text(f.get(k)) for c, f in zip(columns, flat, strict=True)},
              "differs": len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flat}) > 1} for k in keys]
     schema = {"key": pl.String(), **{c: pl.String() for c in columns}, "differs": pl.Boolean()}
-    return pl.DataFrame(data, schema=schema)
+    return pl.DataFrame(data, schema=schema).sort("differs", descending=True, maintain_order=True)  # what moved on top
 
 
 def _text(v: Any) -> str | None:
     """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
     read as the upload form's selectors."""
+    if isinstance(v, float):  # a computed summary figure to 6 significant digits, not 0.005802446394482372
+        v = float(f"{v:.6g}")
     return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 

@@ -3,6 +3,7 @@ reason) and repeats with their spread, the rule named on screen."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,3 +59,22 @@ def test_the_list_names_every_campaign(seeded_engine: Engine, open_page: Callabl
     listed = at.dataframe[0].value
     assert listed["name"].tolist() == ["dgxc_llama31_405b_gb200_jobs"] and listed["kind"].tolist() == ["job table"]
     assert at.selectbox(key="ca_c").options == ["every campaign", "1: dgxc_llama31_405b_gb200_jobs"]  # not escaped
+
+
+def test_each_attempt_links_to_its_run_page(seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    saved = import_folder(seeded_engine, CAMPAIGNS / "mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora").saved
+    assert saved is not None
+    at = open_page("campaigns", f"c={saved.campaign_id}")
+    assert not at.exception, at.exception
+    hrefs = at.dataframe[0].value["run_id"].tolist()
+    assert len(hrefs) == 10 and all(h.startswith("/runs?run=") for h in hrefs)
+    assert len(set(hrefs)) == 10
+
+
+def test_the_campaign_list_reads_its_columns_in_words(seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    assert import_folder(seeded_engine, CAMPAIGNS / "mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora").saved
+    at = open_page("campaigns")
+    assert not at.exception, at.exception
+    labels = {name: c.get("label") for name, c in json.loads(at.dataframe[0].proto.columns).items()}
+    assert labels["imported_at"] == "imported (UTC)" and labels["score_rule"] == "score rule"
+    assert labels["score_unit"] == "score unit"

@@ -34,7 +34,7 @@ def test_the_slowed_night_is_flagged_at_that_run(slowed: tuple[str, list[int]], 
     url, runs = slowed
     at = _opened(url, {"m": "llama3-8b"}, monkeypatch, open_page)
     table = at.dataframe[0].value
-    assert table.loc[table["regression"], "run id"].tolist() == [runs[SLOWED_NIGHT]]
+    assert table.loc[table["regression"], "run id"].tolist() == [f"/runs?run={runs[SLOWED_NIGHT]}"]  # a link to the run
     assert table["date"].is_monotonic_increasing and set(table["date from"]) == {"log"}
     (error,) = at.error
     assert f"Run {runs[SLOWED_NIGHT]} " in error.value.replace("\\", "")
@@ -46,7 +46,7 @@ def test_the_slowed_night_is_flagged_on_the_other_figures_too(
         open_page: Callable[..., AppTest]) -> None:
     url, runs = slowed
     table = _opened(url, {"m": "llama3-8b", "y": figure}, monkeypatch, open_page).dataframe[0].value
-    assert table.loc[table["regression"], "run id"].tolist() == [runs[SLOWED_NIGHT]]
+    assert table.loc[table["regression"], "run id"].tolist() == [f"/runs?run={runs[SLOWED_NIGHT]}"]
 
 
 def test_the_unslowed_series_flags_nothing(steady: tuple[str, list[int]], monkeypatch: pytest.MonkeyPatch,
@@ -54,7 +54,7 @@ def test_the_unslowed_series_flags_nothing(steady: tuple[str, list[int]], monkey
     url, runs = steady
     at = _opened(url, {"m": "llama3-8b", "x": "version"}, monkeypatch, open_page)
     table = at.dataframe[0].value
-    assert table["run id"].tolist() == runs and not table["regression"].any() and not table["change point"].any()
+    assert table["run id"].tolist() == [f"/runs?run={r}" for r in runs] and not table["regression"].any() and not table["change point"].any()
     assert not at.error
 
 

@@ -140,3 +140,14 @@ def test_a_filter_value_no_stored_result_has_is_said(run_ids: dict[str, int], op
     at = open_page("mlperf", "org=Nobody")
     assert not at.exception
     assert "No stored MLPerf result has submitter 'Nobody'" in " ".join(i.value for i in at.info).replace("\\", "")
+
+
+def test_an_mlperf_runs_derived_figures_are_shown_to_six_significant_digits_not_as_float_noise(
+        run_ids: dict[str, int], open_page: Callable[..., AppTest]) -> None:
+    at = open_page("runs", f"run={run_ids[GPT3]}")
+    figures, claims = at.dataframe[0].value, at.dataframe[-1].value
+    derived = [*figures[figures["evidence"] == "derived"]["value"],
+               *claims[claims["figure from"] == "this run (derived)"]["value"]]
+    assert len(derived) >= 4
+    assert all(v == float(f"{v:.6g}") for v in derived), derived
+    assert float(f"{_gpt3_tflops(_engine(), run_ids[GPT3]):.6g}") in derived

@@ -76,3 +76,15 @@ def test_the_permalink_csv_is_its_export(seeded_engine: Engine) -> None:
     rid = _result_id(seeded_engine, "n_devices_largest_submission")
     csv = views.export("sources", f"result={rid}", seeded_engine).decode()
     assert csv.startswith("field,value\n") and '\nvalue,"10,752"\n' in csv
+
+
+def test_a_results_note_and_audit_explanation_are_printed_whole_not_cut_at_the_tables_edge(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    rid = _result_id(seeded_engine, "model_tflops_per_device", "gpt3-175b")
+    at = open_page("sources", f"result={rid}")
+    assert not at.exception, at.exception
+    note = store.results(seeded_engine, ids=[rid])["note"][0]
+    explanation = _fields(at)["audit explanation"][0]
+    assert len(note) > 120 and len(explanation) > 120  # longer than the table's cell shows on a 1440px screen
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert f"Note: {note}" in captions and f"Audit explanation: {explanation}" in captions

@@ -122,3 +122,51 @@ def test_repeated_text_travels_once_and_reads_the_same() -> None:
     assert sent.column("series").nbytes < 3_000  # as text, its 1,500 copies are 66,000 bytes
     shown = at.dataframe[0].value
     assert shown["series"].iloc[0] == "llama2-70b · h100-sxm · pretrain · bf16 · 3D" and shown["series"].isna().iloc[-1]
+
+
+def test_history_shows_the_figure_and_its_verdict_beside_the_configuration(
+        seeded_engine: Engine, open_page: Callable[..., AppTest]) -> None:
+    for name in ("msft_megatron_ds_gpt3_125m_tokendropping_8gpu.log",
+                 "msft_megatron_ds_gpt3_125m_random_ltd_baseline_8gpu_ansi.log"):
+        pipeline.ingest_path(seeded_engine, LOGS / name)
+    table = open_page("history").dataframe[0]
+    assert list(table.proto.column_order)[:6] == ["configuration", "date", "value", "unit", "worse than before",
+                                                  "regression"]
+    assert int(_columns(table)["configuration"]["width"]) <= 300
+
+
+def test_a_relabelled_column_keeps_its_number_format(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    config = _columns(open_page("audit").dataframe[0])  # rel_diff reads "relative diff" and is a percentage
+    assert config["rel_diff"]["label"] == "relative diff"
+    assert config["rel_diff"]["type_config"]["format"] == "percent"
+
+
+def test_scaling_groups_device_counts_by_thousands_as_its_axis_does(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("scaling").dataframe[0]
+    assert 1024 in table.value["devices"].tolist()  # shown "1,024", not "1024" beside an axis reading 1,024
+    assert _columns(table)["devices"]["type_config"]["format"] == "%,d"
+
+
+def test_head_to_head_shows_both_values_beside_their_ratio(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("accelerators", "s=head").dataframe[0]
+    first = ["pair", "model", "metric", "ratio (second / first)", "first value", "second value"]
+    assert table.value.columns.tolist()[:6] == first  # the second value was the eighth column, off a 1440px screen
+    config = _columns(table)
+    assert sum(int(config[c]["width"]) for c in first if "width" in config.get(c, {})) <= TABLE_WIDTH_PX
+
+
+def test_overview_shows_each_groups_name_whole_beside_narrow_counts(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("overview").dataframe[0]
+    config = _columns(table)
+    name, *counts = table.value.columns.tolist()
+    assert int(config[name]["width"]) >= 200  # "measured from 19 ingested runs" at about 6 px a character
+    assert all(config[c]["width"] == "small" for c in counts)
+
+
+def test_time_to_train_groups_device_counts_by_thousands_as_its_axis_does(
+        seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    table = open_page("time-to-train").dataframe[0]
+    assert 1024 in table.value["devices"].tolist()
+    assert _columns(table)["devices"]["type_config"]["format"] == "%,d"
