@@ -42,9 +42,8 @@ if not state.campaign:
     st.stop()
 
 header = views.campaigns.campaign_header(db, state.campaign) or {}
-score = header.get("score")
 c1, c2 = st.columns([1, 3])
-c1.metric(f"Score ({header.get('score_unit') or 'none'})", f"{score:,.6g}" if score is not None else "none")
+c1.metric(*views.campaigns.score_headline(header))
 c2.markdown(f"**Rule:** {_ui.plain(header.get('score_rule') or '')}")
 if header.get("score_note"):
     c2.caption(_ui.plain(header["score_note"]))

@@ -12,11 +12,12 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
+from perfledger.calc.metrics import minutes
 from perfledger.calc.repeats import REPEATS_SCHEMA, olympic_score, spread, summarise_repeats
 from perfledger.views import history
 from perfledger.views.history import HistoryView
 from perfledger.views.runs import RunsView
-from perfledger.vocabulary import OutcomeKind
+from perfledger.vocabulary import CampaignKind, OutcomeKind
 
 # A run stopped from outside (cancelled, or killed at its time limit) measured the steps it logged
 MEASURED = (OutcomeKind.COMPLETED.value, OutcomeKind.CANCELLED.value, OutcomeKind.TIMEOUT.value)
@@ -57,6 +58,17 @@ def repeats(engine: Engine, campaign_id: int) -> pl.DataFrame:
 def campaign_header(engine: Engine, campaign_id: int) -> dict[str, Any] | None:
     """The campaign's row (name, kind, score and rule, metadata), or None when there is no such campaign."""
     return store.campaign(engine, campaign_id)
+
+
+def score_headline(header: dict[str, Any]) -> tuple[str, str]:
+    """The campaign's score as its page leads with it: label and value. An MLPerf submission's in minutes, the unit
+    MLCommons publishes its time to train in (the rule's note keeps the seconds); any other as stored."""
+    score, unit = header.get("score"), header.get("score_unit") or "none"
+    if score is None:
+        return f"Score ({unit})", "none"
+    if header.get("kind") == CampaignKind.MLPERF and unit == "s":
+        return "Score: time to train (min, MLPerf's)", f"{minutes(score):,.2f}"
+    return f"Score ({unit})", f"{score:,.6g}"
 
 
 def outcome_counts(engine: Engine, campaign_id: int) -> dict[str, int]:
