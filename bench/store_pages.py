@@ -92,6 +92,12 @@ BARE_SQL = {
                   FROM result r JOIN run ON r.run_id = run.id
                   WHERE r.metric = 'tokens_per_s_per_device' AND run.format <> 'claims_csv'
                   ORDER BY r.run_id, r.id""",
+    "campaigns": """SELECT c.id, c.name, c.kind, c.imported_at, count(o.id) AS attempts, count(o.run_id) AS runs,
+                           coalesce(sum(CASE WHEN o.kind <> 'completed' THEN 1 ELSE 0 END), 0) AS failed,
+                           c.score, c.score_unit, c.score_rule, c.score_note
+                    FROM campaign c LEFT JOIN outcome o ON o.campaign_id = c.id
+                    GROUP BY c.id, c.name, c.kind, c.imported_at, c.score, c.score_unit, c.score_rule, c.score_note
+                    ORDER BY c.id DESC""",
     "audit": _RESULTS_SQL,
     "mlperf": """SELECT r.id, r.file_name, r.config, x.id AS result_id, x.value / 60 AS minutes
                  FROM run r LEFT JOIN result x ON x.run_id = r.id AND x.metric = 'time_to_train_s'
