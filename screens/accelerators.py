@@ -14,6 +14,8 @@ PAGE = _ui.this_page(__file__)
 FORMATS = {"value": _ui.AS_STORED, "peak TFLOPS used": "%.1f", "ratio (second / first)": "%.2fx", "ratio per peak": "%.2fx",
            "ratio per watt": "%.2fx", "first value": _ui.AS_STORED, "second value": _ui.AS_STORED, "memory (GB)": "%,.0f",
            "TDP (W)": "%,.0f", "bandwidth (TB/s)": "%.2f"}
+HEAD_WIDTHS = {"pair": 170, "model": 90, "metric": 150, "ratio (second / first)": 80, "first value": 90,
+               "second value": 90, "caveats": 150}  # px: both values, the caveats and the source at 1440 px
 NORM_FORMATS = {"device": "%,.1f", "mfu": "percent", "watt": "%,.3f", "dollar": "%,.1f"}
 BAR_LABELS = {"device": ",.1~f", "mfu": ".1%", "watt": ",.3~f", "dollar": ",.1~f"}  # the same precisions, in d3's words
 METRICS = (views.TOKEN_METRIC, views.TFLOPS_METRIC)
@@ -47,7 +49,8 @@ if state.section != "compare":
     _ui.implausible(table, db)
     if state.section == "head" and table.height:
         _ui.chart(charts.spec(charts.head_to_head_bars, table), state, "pairs")
-    _ui.show_table(table, FORMATS, key=f"accelerators_{state.section}")
+    _ui.show_table(table, FORMATS, key=f"accelerators_{state.section}",
+                   widths=HEAD_WIDTHS if state.section == "head" else None)
     _ui.download(state, table)
     if state.section == "head":
         _ui.notes(table, db)
