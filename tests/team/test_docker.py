@@ -19,6 +19,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -124,13 +125,19 @@ def test_image_serves_a_page_and_stores_a_log_ingested_inside_it(start: Callable
 
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's /usr/bin/chromium (apt-get install -y chromium)")
+    # In a thread of its own: the browser tests' session Playwright may be running its loop on this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(_runs_page_lists, f"{base}/runs", LOG.name).result()
+
+
+def _runs_page_lists(url: str, text: str) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         page = browser.new_context(viewport=VIEWPORT).new_page()
         page.set_default_timeout(UI_TIMEOUT_MS)
-        page.goto(f"{base}/runs")
+        page.goto(url)
         settle(page)
-        expect(page.get_by_text(LOG.name).first).to_be_visible()
+        expect(page.get_by_text(text).first).to_be_visible()
         expect(page.locator(EXCEPTION)).to_have_count(0)
         browser.close()
 
