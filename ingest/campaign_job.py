@@ -13,7 +13,7 @@ from typing import Any
 from ingest import upload
 from ingest.streams import printable
 from ingest.worker import Job, Limits
-from perfledger.store.leftovers import spooling
+from perfledger.spools import spooling
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import polars as pl
 
 from perfledger.calc.phases import PHASE_COLUMNS
 from perfledger.records import STEP_SCHEMA, StepFiles
-from perfledger.store.leftovers import spool_folder, spooling
+from perfledger.spools import spool_folder, spooling
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from ingest.streams import GZIP_MAGIC, Limited, open_content, too_large
 from perfledger.errors import FileTooLarge, ParseError
-from perfledger.store.leftovers import spooling
+from perfledger.spools import spooling
 
 FOLDER_PREFIX = "perfledger-upload-"
 CHUNK_BYTES = 1 << 20

@@ -38,7 +38,7 @@ from ingest import spare, upload
 from ingest.streams import printable
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
-from perfledger.store.leftovers import spooling
+from perfledger.spools import spooling
 from perfledger.vocabulary import LogFormat
 
 if TYPE_CHECKING:

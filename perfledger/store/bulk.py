@@ -18,8 +18,8 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
+from perfledger.spools import spool_folder, spooling
 from perfledger.store.engine import sql_text
-from perfledger.store.leftovers import spool_folder, spooling
 
 # DuckDB's memory for one INSERT of spooled steps, on one thread (DuckDB 1.5.6). Each inserting thread fills row
 # groups of its own (122,880 rows, about 15 MB of step columns): one thread needs 13 MB at any size (10 M steps with

@@ -14,11 +14,9 @@ of a run visible. Two kinds of leftovers are still swept on a process's first wr
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
@@ -26,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from perfledger import schema
-from perfledger.errors import SpoolFull, is_disk_full
+from perfledger.spools import SPOOL_NAME
 
 # DuckDB 1.5.6 writes a big INSERT's row groups straight into the database file and, at commit, logs in the WAL
 # the results, then pointers to those row groups, then the run row, then the commit marker. A kill while that
@@ -38,26 +36,6 @@ from perfledger.errors import SpoolFull, is_disk_full
 # commit of this process to the file goes the same way.
 COMMIT_BY_CHECKPOINT = "SET checkpoint_threshold = '0b'"
 
-SPOOL_PREFIX = "perfledger-"
-_SPOOL_NAME = re.compile(rf"^{SPOOL_PREFIX}[a-z]+-(\d+)-")
-
-
-@contextmanager
-def spooling(where: Path) -> Iterator[None]:
-    """Writes into a spool under the folder `where` (Parquet by Polars or DuckDB, an upload's bytes) that meet a
-    full disk raise SpoolFull, which names that folder, not the store's: a 40-line Polars traceback before."""
-    try:
-        yield
-    except Exception as exc:
-        if is_disk_full(exc):
-            raise SpoolFull(str(where)) from exc
-        raise
-
-
-def spool_folder(kind: str) -> tempfile.TemporaryDirectory[str]:
-    """A temporary folder named after this process, so that a later process can tell when its owner is gone."""
-    return tempfile.TemporaryDirectory(prefix=f"{SPOOL_PREFIX}{kind}-{os.getpid()}-")
-
 
 def remove_dead_spools(parent: Path | None = None) -> list[Path]:
     """Remove the spool folders (in `parent`, else the temporary directory) whose process no longer runs."""
@@ -68,7 +46,7 @@ def remove_dead_spools(parent: Path | None = None) -> list[Path]:
     except OSError:
         return []
     for path in entries:
-        m = _SPOOL_NAME.match(path.name)
+        m = SPOOL_NAME.match(path.name)
         if m is None or not path.is_dir() or _alive(int(m.group(1))):
             continue
         shutil.rmtree(path, ignore_errors=True)

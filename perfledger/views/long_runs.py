@@ -18,7 +18,7 @@ from perfledger.calc import steady
 from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput
 from perfledger.records import RunRow
-from perfledger.store.leftovers import spool_folder
+from perfledger.spools import spool_folder
 from perfledger.store.read import write_step_files
 from perfledger.views.remembered import until_written
 

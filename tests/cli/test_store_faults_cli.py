@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perfledger.store.leftovers import SPOOL_PREFIX
+from perfledger.spools import SPOOL_PREFIX
 from tests.conftest import DATA_DIR, LOGS, ROOT
 from tests.faults import Stoppable, fill, held_by_another_process, immutable, remount_read_only, volume
 from tests.postgres_server import temporary_server

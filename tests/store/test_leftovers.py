@@ -18,7 +18,8 @@ import pytest
 import sqlalchemy as sa
 
 from perfledger import schema, store
-from perfledger.store.leftovers import ids_not_stored, remove_dead_spools, remove_orphan_rows, spool_folder
+from perfledger.spools import spool_folder
+from perfledger.store.leftovers import ids_not_stored, remove_dead_spools, remove_orphan_rows
 from tests.conftest import ROOT
 
 BIG_RUN_STEPS = 150_000  # more than a row group: DuckDB writes them to the file before the commit
