@@ -17,7 +17,7 @@ COPY requirements.txt ./
 RUN python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt
 COPY . .
 # Byte-compiled once here: with PYTHONDONTWRITEBYTECODE, every `python -m ingest` would compile the sources again.
-RUN .venv/bin/python -m compileall -q app.py screens ingest perfledger
+RUN .venv/bin/python -m compileall -q app.py dashboard.py screens ingest perfledger
 # The compiled scanners (Megatron, MLPerf, torchtitan, TensorBoard) need a C compiler once, here; it is removed in
 # the same layer, so the image stays slim. Without them the server reads those logs on the pure-Python/Polars paths
 # (Megatron: 1.4x the time on a 100 MB log, 2.2x on 1 GB; bench/README.md). `python -m ingest.native` fails the

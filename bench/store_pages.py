@@ -172,7 +172,7 @@ def bench_pages(url: str, repeats: int) -> dict[str, Any]:
         lambda record: "missing ScriptRunContext" not in record.getMessage())  # once per AppTest, harmless
     out: dict[str, Any] = {}
     for page in PAGES:
-        app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+        app = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=120).run()
         app.switch_page(page.file)
 
         def render(app: AppTest = app) -> AppTest:

@@ -27,11 +27,12 @@ class CampaignDone:
     refusals: tuple[str, ...]
 
 
-def start_campaign(raw: bytes, file_name: str, db_url: str, limit: int, limits: Limits) -> Job:
-    """A worker that unpacks a zipped folder and imports it as one campaign (ingest.campaign.import_folder)."""
+def start_campaign(zipped: Path, file_name: str, db_url: str, limit: int, limits: Limits) -> Job:
+    """A worker that unpacks a zipped folder (a file on disk) and imports it as one campaign
+    (ingest.campaign.import_folder)."""
     request = json.dumps({"file_name": printable(file_name), "limit": limit})
     with spooling(Path(tempfile.gettempdir())):  # a full disk under the job's folder is said as such
-        folder = upload.job_folder(raw, "", {"request.json": request})
+        folder = upload.job_folder(zipped, "", {"request.json": request})
     return Job("campaign", folder, db_url, limits)
 
 

@@ -84,30 +84,76 @@ class Spooled:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def spool(source: BinaryIO, file_name: str, limit: int | None, owner: str = "") -> Spooled:
-    """Copy `source` to a new upload folder in chunks and hash it; FileTooLarge (the folder removed) when its
-    content is larger than `limit` bytes, counted after gunzip as `python -m ingest` counts it."""
-    with spooling(Path(tempfile.gettempdir())):  # a full disk under the folder is said as such
-        folder = upload_folder(owner)
+class Spooling:
+    """An upload being written to a new folder chunk by chunk (a file object's reads, or a browser's request body as
+    it arrives) and hashed on the way; `finish` gives the Spooled file, `abort` removes the folder. FileTooLarge
+    (the folder removed) as soon as more raw bytes arrive than `limit` allows, and at `finish` when a gzip file's
+    content is larger than `limit`, counted after gunzip as `python -m ingest` counts it."""
+
+    def __init__(self, file_name: str, limit: int | None, owner: str = "") -> None:
+        self.file_name, self.limit, self.size = file_name, limit, 0
+        self._sha, self._head = hashlib.sha256(), b""
+        with spooling(Path(tempfile.gettempdir())):  # a full disk under the folder is said as such
+            self.folder = upload_folder(owner)
+            self.path = self.folder / "upload"
+            self._out: BinaryIO | None = self.path.open("wb")
+
+    @property
+    def raw_ceiling(self) -> int | None:
+        """The most raw bytes a file within the limit can have: its limit, or a little more for a gzip file (its
+        header and blocks of incompressible data)."""
+        if self.limit is None:
+            return None
+        return self.limit + self.limit // 100 + CHUNK_BYTES if self._head[:2] == GZIP_MAGIC else self.limit
+
+    def write(self, chunk: bytes) -> None:
+        if self._out is None:
+            raise ValueError("the upload is already finished")
+        if len(self._head) < 2:
+            self._head += chunk[:2]
+        self._sha.update(chunk)
         try:
-            path, size, raw_sha = _copied(source, folder / "upload")
-            content_sha = raw_sha if not _gzip(path) else content_sha256(path, file_name, limit)
-            if size > (limit or size) and not _gzip(path):
-                raise FileTooLarge(file_name, None, too_large(limit or 0))
+            with spooling(Path(tempfile.gettempdir())):
+                self._out.write(chunk)
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            self.abort()
             raise
-    return Spooled(path, file_name, size, raw_sha, content_sha)
+        self.size += len(chunk)
+        ceiling = self.raw_ceiling
+        if ceiling is not None and self.size > ceiling:
+            self.abort()
+            raise FileTooLarge(self.file_name, None, too_large(self.limit or 0))
+
+    def finish(self) -> Spooled:
+        try:
+            with spooling(Path(tempfile.gettempdir())):
+                if self._out is not None:
+                    self._out.close()
+            self._out = None
+            raw_sha = self._sha.hexdigest()
+            content_sha = raw_sha if not _gzip(self.path) else content_sha256(self.path, self.file_name, self.limit)
+        except BaseException:
+            self.abort()
+            raise
+        return Spooled(self.path, self.file_name, self.size, raw_sha, content_sha)
+
+    def abort(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _copied(source: BinaryIO, target: Path) -> tuple[Path, int, str]:
-    sha, size = hashlib.sha256(), 0
-    with target.open("wb") as out:
+def spool(source: BinaryIO, file_name: str, limit: int | None, owner: str = "") -> Spooled:
+    """Copy `source` to a new upload folder in chunks and hash it (Spooling)."""
+    writer = Spooling(file_name, limit, owner)
+    try:
         while chunk := source.read(CHUNK_BYTES):
-            sha.update(chunk)
-            out.write(chunk)
-            size += len(chunk)
-    return target, size, sha.hexdigest()
+            writer.write(chunk)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.finish()
 
 
 def _gzip(path: Path) -> bool:

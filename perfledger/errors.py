@@ -71,6 +71,10 @@ class InvalidInput(PerfledgerError):
     pass
 
 
+class UploadRefused(PerfledgerError):
+    """An upload the server did not keep (too large, interrupted, a full disk, a box gone stale): its sentence."""
+
+
 class InvalidSetting(PerfledgerError):
     pass
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import streamlit as st
 
-from ingest import campaign_job, worker
+from ingest import campaign_job, upload, worker
 from perfledger.errors import PerfledgerError
 from perfledger.views.registry import Page
 from screens import _ui
 from screens._upload import limits, token_unlocks_writing
+from screens._upload_box import file_in_box
 
 
 def campaign_upload_panel(page: Page[Any]) -> None:
@@ -21,23 +22,24 @@ def campaign_upload_panel(page: Page[Any]) -> None:
     with st.expander("Import a folder as one campaign (zip)", icon=":material/upload:", expanded=False):
         if not token_unlocks_writing(_ui.key(page, "tok")):
             return
-        f = st.file_uploader(f"A zip of the folder: an MLPerf submission, a sweep's logs and configs, a job table "
-                             f"(up to {cfg.max_upload_mb} MB once unpacked)", type=["zip"], key=_ui.key(page, "zip"))
-        if f is None or not st.button("Import as one campaign", key=_ui.key(page, "go")):
-            return
         try:
-            done = imported(f.getvalue(), f.name, cfg.max_upload_mb * 2**20)
+            zipped = file_in_box(st.session_state, _ui.key(page, "zip"), "A zip of the folder: an MLPerf submission, "
+                                 f"a sweep's logs and configs, a job table (up to {cfg.max_upload_mb} MiB once "
+                                 "unpacked)", cfg.max_upload_mb, accept=(".zip",))
+            if zipped is None or not st.button("Import as one campaign", key=_ui.key(page, "go")):
+                return
+            done = imported(zipped, cfg.max_upload_bytes)
         except PerfledgerError as exc:
             st.error(_ui.plain(exc), icon=":material/error:")
             return
         _said(done)
 
 
-def imported(raw: bytes, file_name: str, limit: int) -> campaign_job.CampaignDone:
+def imported(zipped: upload.Spooled, limit: int) -> campaign_job.CampaignDone:
     """The zipped folder unpacked and imported by a worker process (the upload's time and memory limits, a crash
     ending only the worker); a rerun that interrupts the wait stops the worker, and nothing is stored."""
     db_url = _ui.engine().url.render_as_string(hide_password=False)
-    job = campaign_job.start_campaign(raw, file_name, db_url, limit, limits())
+    job = campaign_job.start_campaign(zipped.path, zipped.file_name, db_url, limit, limits())
     try:
         with st.spinner("Importing the folder in a worker process..."):
             worker.wait(job)

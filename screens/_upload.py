@@ -1,27 +1,24 @@
 """The Runs page's upload panel: upload -> spooled to disk -> (already stored?) -> preview (-> the form's choices)
 -> store.
 
-The uploaded file is copied to a folder on disk in chunks once (ingest.upload) and its content hash read there:
-bytes already stored are recognised before any parse, and the worker process reads the file from its path. An
+The uploaded file arrives on disk (screens._upload_box: written as it arrives, never held whole in the server's
+memory) and its content hash is read there: bytes already stored are recognised before any parse, and the worker
+process reads the file from its path. An
 upload is parsed once per set of choices: the prepared run is kept in the session (under the content hash and the
 choices it was prepared with), so the reruns Streamlit makes show it and store it without parsing again. The form
 below the preview (model, accelerator, devices, precision, seq len) starts from what the log states; "Store this
 run" submits the form, so what is stored is what the form shows (choices not yet applied are applied first). For
 bytes already stored, the form re-annotates the stored run instead (ingest.pipeline.restate: nothing parsed).
-Folders of sessions that ended are removed on the next upload panel drawn.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping, MutableMapping  # st.session_state is one, keyed by str or int
-from typing import Any, BinaryIO
+from typing import Any
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ingest import pipeline, upload, worker
 from ingest.hints import hints_for
@@ -29,24 +26,21 @@ from ingest.names import HEAD_BYTES
 from perfledger import store
 from perfledger.errors import NoKnownNames, PerfledgerError, UnknownFormat
 from perfledger.records import SaveResult
-from perfledger.settings import browser_upload_mb
 from perfledger.views import links
 from perfledger.views import upload as up
 from perfledger.views.registry import Page
 from perfledger.views.runs import IMPORT_FORMATS as IMPORTS
-from screens import _keymap, _ui
+from screens import _keymap, _ui, _upload_box
 from screens._preview import show_claims_preview, show_preview
 from screens._writes import token_unlocks_writing
 
 # Session keys outside the page's widget prefix: a link that resets the widgets must not drop a run unclosed.
-SPOOLED = "upload_spooled"  # (the uploader's file id, the ingest.upload.Spooled copy of it on disk)
 HELD = "upload_prepared"  # (content SHA-256 + the choices, its worker.Prepared)
 WORKING = "upload_working"  # (content SHA-256 + the choices, the worker.Job preparing it)
 STATED = "upload_stated"  # (content SHA-256, the up.Choices its log states)
 CHOSEN = "upload_chosen"  # (content SHA-256, the up.Choices the preview was prepared with)
 STORING = "upload_storing"  # content SHA-256 of a run to store once prepared with the choices just submitted
 STORED = "upload_stored"  # (content SHA-256, the run they were stored as from this session, "run" or "import")
-SWEEP_EVERY_S = 30.0
 MAPPED = frozenset({"metrics", "key_value", "wandb_history", "composer"})  # formats read through the key vocabulary
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
 
@@ -64,52 +58,6 @@ def _db_url(engine: store.Engine) -> str:
     return engine.url.render_as_string(hide_password=False)
 
 
-def session_id() -> str:
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else ""
-
-
-def session_alive(sid: str) -> bool:
-    """Whether a browser session still runs, or may resume (Streamlit keeps a disconnected one a while)."""
-    if not Runtime.exists():
-        return True
-    runtime = Runtime.instance()
-    sessions = getattr(runtime, "_session_mgr", None)  # active and resumable sessions; no public call lists both
-    return runtime.is_active_session(sid) or (sessions is not None and sessions.get_session_info(sid) is not None)
-
-
-_swept = [0.0]
-
-
-def sweep_abandoned() -> None:
-    """Remove the upload folders (spooled files, previews never stored) of sessions that ended."""
-    if time.monotonic() - _swept[0] >= SWEEP_EVERY_S:
-        _swept[0] = time.monotonic()
-        upload.remove_abandoned(session_alive)
-
-
-def spooled_upload(state: MutableMapping[Any, Any], f: BinaryIO, file_id: str, file_name: str,
-                   limit: int) -> upload.Spooled:
-    """The uploaded file on disk: copied in chunks at its first render, then taken from `state` on every rerun;
-    a new file replaces (and removes) the one spooled before, and any run prepared from it."""
-    held = state.get(SPOOLED)
-    if held is not None and held[0] == file_id:
-        return held[1]  # type: ignore[no-any-return]
-    drop_upload(state)
-    f.seek(0)
-    spooled = upload.spool(f, file_name, limit, owner=session_id())
-    state[SPOOLED] = (file_id, spooled)
-    return spooled
-
-
-def drop_upload(state: MutableMapping[Any, Any]) -> None:
-    """Let go of the spooled file and of any run prepared from it."""
-    drop_held(state)
-    held = state.pop(SPOOLED, None)
-    if held is not None:
-        held[1].close()
-
-
 def prepared_upload(state: MutableMapping[Any, Any], spooled: upload.Spooled, engine: store.Engine, limit: int,
                     tick: Tick = _quiet, overrides: Mapping[str, Any] | None = None) -> worker.Prepared:
     """The upload's prepared run: parsed by a worker process at its first render (tick(seconds) while it works),
@@ -124,7 +72,8 @@ def prepared_upload(state: MutableMapping[Any, Any], spooled: upload.Spooled, en
     if job is None or job[0] != digest:
         drop_held(state)
         job = state[WORKING] = (digest, worker.start_prepare(spooled.path, spooled.file_name, _db_url(engine), limit,
-                                                             limits(), overrides, owner=session_id()))
+                                                             limits(), overrides,
+                                                             owner=_upload_box.session_id()))
     try:
         worker.wait(job[1], tick)
     finally:
@@ -249,21 +198,19 @@ def upload_panel(page: Page[Any]) -> None:
     with st.expander("Upload a training log", icon=":material/upload:", expanded=False):
         if not token_unlocks_writing(_ui.key(page, "tok")):
             return
-        f = st.file_uploader(f"Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf, TensorBoard, metrics files "
-                             f"(JSONL, CSV), claims CSV, console logs… (gzip ok, up to {cfg.max_upload_mb} MiB "
-                             "decompressed)", key=_ui.key(page, "file"),
-                             max_upload_size=browser_upload_mb(cfg.max_upload_mb))
-        sweep_abandoned()
-        worker.prime(_db_url(db))  # the next step's worker waits with its modules loaded
-        if f is None:
-            drop_upload(st.session_state)
-            st.session_state.pop(STORED, None)
-            return
+        box = _ui.key(page, "file")
         try:
-            spooled = spooled_upload(st.session_state, f, str(getattr(f, "file_id", "") or f"{f.name}:{f.size}"),
-                                     f.name, cfg.max_upload_bytes)
+            spooled = _upload_box.file_in_box(
+                st.session_state, box, "Megatron, NeMo, DeepSpeed, HF Trainer, torchtitan, MLPerf, TensorBoard, "
+                f"metrics files (JSONL, CSV), claims CSV, console logs… (gzip ok, up to {cfg.max_upload_mb} MiB "
+                "decompressed)", cfg.max_upload_mb)
         except PerfledgerError as exc:
-            st.error(str(exc), icon=":material/error:")
+            st.error(_ui.plain(exc), icon=":material/error:")
+            return
+        worker.prime(_db_url(db))  # the next step's worker waits with its modules loaded
+        if spooled is None:
+            drop_held(st.session_state)
+            st.session_state.pop(STORED, None)
             return
         _preview_or_restate(page, db, spooled, cfg.max_upload_bytes)
 

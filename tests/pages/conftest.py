@@ -48,11 +48,11 @@ def empty_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
-APP = str(ROOT / "app.py")
+APP = str(ROOT / "dashboard.py")
 
 
 def _open_page(slug: str, query: str | dict[str, str] = "") -> AppTest:
-    """Run app.py, switch to the page registered under `slug`, set the URL query, run again."""
+    """Run dashboard.py, switch to the page registered under `slug`, set the URL query, run again."""
     from perfledger.views.registry import PAGES
 
     at = AppTest.from_file(APP, default_timeout=30).run()  # st.navigation registers the url_path slugs

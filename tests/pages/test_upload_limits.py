@@ -51,7 +51,7 @@ def test_a_file_of_the_limit_is_previewed_and_one_byte_more_is_refused_as_the_cl
     assert not at.exception and not at.error and any("megatron" in m.value for m in at.markdown)
     at.file_uploader(key="ru_file").set_value((over.name, over.read_bytes(), "text/plain")).run()
     said = f"{over.name}: larger than the 1 MiB limit once decompressed; nothing was stored"
-    assert [e.value for e in at.error] == [said]
+    assert [e.value.replace("\\", "") for e in at.error] == [said]  # shown escaped: it names a file
     with pytest.raises(FileTooLarge) as refused:
         ingest_path(store.engine_from_url(seeded_url), over, limit=MIB)
     assert str(refused.value) == f"{over}: larger than the 1 MiB limit once decompressed; nothing was stored"

@@ -67,7 +67,7 @@ def test_image_byte_compiles_the_sources_it_copied() -> None:
     assert compiled
     args = shlex.split(compiled[0])
     named = args[args.index("-q") + 1:]
-    assert set(named) >= {"app.py", "screens", "ingest", "perfledger"}
+    assert set(named) >= {"app.py", "dashboard.py", "screens", "ingest", "perfledger"}
     assert all((ROOT / name).exists() for name in named)  # compileall exits 0 past a folder that is not there
     assert DOCKERFILE.index("COPY . .") < DOCKERFILE.index("-m compileall")
 

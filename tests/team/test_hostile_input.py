@@ -39,7 +39,7 @@ def test_markup_in_names_and_notes_is_stored_and_returned_verbatim(seeded_store:
 
 def test_no_page_renders_unsafe_html() -> None:
     """Pages show stored text with Streamlit's escaping; `unsafe_allow_html` would hand markup to the browser."""
-    scripts = [ROOT / "app.py", *(ROOT / "screens").glob("*.py"), *(ROOT / "pages").glob("*.py")]
+    scripts = [ROOT / "app.py", ROOT / "dashboard.py", *(ROOT / "screens").glob("*.py"), *(ROOT / "pages").glob("*.py")]
     offenders = [p.name for p in scripts if p.exists() and re.search(r"unsafe_allow_html\s*=\s*True|st\.html\(",
                                                                        p.read_text())]
     assert offenders == []

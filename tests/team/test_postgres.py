@@ -45,7 +45,7 @@ def test_dashboard_pages_run_on_postgresql(pg_url: str, seeded_db_file: Path,
 
     store.copy_store(store.engine_from_url(f"duckdb:///{seeded_db_file}"), store.engine_from_url(pg_url))
     monkeypatch.setenv("PERFLEDGER_DB_URL", pg_url)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=30).run()
     for page in PAGES:
         at.switch_page(page.file).run()
         assert not at.exception, (page.slug, at.exception)

@@ -39,7 +39,7 @@ def _counting(calls: list[str]) -> tuple[registry.Page[Any], ...]:
 @pytest.mark.parametrize("slug", [p.slug for p in registry.PAGES if p.slug != "runs"])
 def test_a_page_render_computes_its_table_once(slug: str, seeded_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=30).run()
     at.switch_page(registry.page(slug).file)
     monkeypatch.setattr(registry, "PAGES", _counting(calls))
     at.run()

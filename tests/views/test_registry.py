@@ -58,7 +58,7 @@ def test_adding_a_page_is_one_registry_entry_and_one_script(tmp_path: Path, monk
     monkeypatch.setenv("PERFLEDGER_DB_URL", f"duckdb:///{tmp_path / 'empty.duckdb'}")
     with monkeypatch.context() as m:
         m.setattr(registry, "PAGES", (*registry.PAGES, extra))
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+        at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=30).run()
         at.switch_page(str(script))
         at.query_params.update({"n": "2"})
         at.run()
@@ -88,7 +88,7 @@ def test_no_other_module_lists_the_pages() -> None:
     """Page scripts find their entry by their own path; nothing outside the registry names a script path or a slug
     to dispatch on, and widget keys are the page's prefix plus a name."""
     scripts = "|".join(re.escape(p.file) for p in registry.PAGES)
-    sources = [*ROOT.glob("screens/*.py"), ROOT / "app.py", ROOT / "perfledger" / "cli.py",
+    sources = [*ROOT.glob("screens/*.py"), ROOT / "app.py", ROOT / "dashboard.py", ROOT / "perfledger" / "cli.py",
                *(f for f in ROOT.glob("perfledger/views/*.py") if f.name != "registry.py")]
     assert [f.name for f in sources if re.search(scripts, f.read_text())] == []
     assert [f.name for f in ROOT.glob("screens/[!_]*.py") if "SLUG" in f.read_text()] == []

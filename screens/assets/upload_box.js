@@ -1,0 +1,91 @@
+// perfledger's upload box: the chosen file is sent with one PUT to the upload route, which writes it to disk as
+// it arrives; the route's answer (the upload's id) becomes this box's state, read by the page.
+const MIB = 1048576;
+
+function sized(bytes) {
+  return bytes >= MIB ? `${(bytes / MIB).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+export default function (component) {
+  const { parentElement, data, setStateValue } = component;
+  const root = parentElement;
+  const input = root.querySelector("input[type=file]");
+  const drop = root.querySelector(".drop");
+  const status = root.querySelector(".status");
+  const clear = root.querySelector(".clear");
+  root.querySelector(".label").textContent = data.label;
+  input.accept = data.accept || "";
+
+  const say = (text, kind) => {
+    status.textContent = text;
+    status.dataset.kind = kind || "";
+  };
+  const held = (file) => {
+    clear.hidden = !file;
+    if (file) say(`${file.name} · ${sized(file.size)}`, "held");
+  };
+
+  // A refusal is the page's to say (one sentence, where every other error is said), not the box's.
+  const refused = (sentence) => {
+    held(null);
+    say("", "");
+    setStateValue("file", { error: sentence });
+  };
+
+  const send = (file) => {
+    if (data.limit_bytes && file.size > data.limit_bytes * 1.01 + MIB) {
+      refused(`${file.name}: larger than the ${data.limit_text} limit; nothing was sent.`);
+      return;
+    }
+    const request = new XMLHttpRequest();
+    request.open("PUT", data.url);
+    request.setRequestHeader("X-Upload-Name", encodeURIComponent(file.name));
+    request.upload.onprogress = (e) => {
+      if (e.lengthComputable) say(`Uploading ${file.name}: ${Math.floor((100 * e.loaded) / e.total)}%`, "busy");
+    };
+    request.onload = () => {
+      let answer = {};
+      try {
+        answer = JSON.parse(request.responseText);
+      } catch (_) {
+        answer = {};
+      }
+      if (request.status === 200 && answer.upload) {
+        held(answer);
+        setStateValue("file", answer);
+      } else {
+        refused(answer.error || `${file.name}: the server refused the upload (HTTP ${request.status}).`);
+      }
+    };
+    request.onerror = () => refused(`${file.name}: the upload was interrupted; choose the file again.`);
+    say(`Uploading ${file.name}…`, "busy");
+    request.send(file);
+  };
+
+  input.onchange = () => {
+    if (input.files.length) send(input.files[0]);
+    input.value = "";
+  };
+  drop.ondragover = (e) => {
+    e.preventDefault();
+    drop.dataset.over = "1";
+  };
+  drop.ondragleave = () => {
+    drop.dataset.over = "";
+  };
+  drop.ondrop = (e) => {
+    e.preventDefault();
+    drop.dataset.over = "";
+    if (e.dataTransfer.files.length) send(e.dataTransfer.files[0]);
+  };
+  clear.onclick = () => {
+    held(null);
+    say("", "");
+    setStateValue("file", null);
+  };
+  if (data.current) held(data.current);
+  else if (status.dataset.kind === "held") {
+    held(null);
+    say("", "");
+  }
+}
