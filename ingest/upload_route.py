@@ -42,9 +42,13 @@ _mounted = [False]
 
 
 def routes() -> list[Route]:
-    """The routes the server mounts beside Streamlit's (app.py)."""
+    """The routes the server mounts beside Streamlit's (app.py); from then on, upload boxes use them."""
     _mounted[0] = True
-    return [Route(PATH + "{ticket}", receive, methods=["PUT"])]
+    return [route()]
+
+
+def route() -> Route:
+    return Route(PATH + "{ticket}", receive, methods=["PUT"])
 
 
 def mounted() -> bool:

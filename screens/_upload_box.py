@@ -63,23 +63,33 @@ def file_in_box(state: MutableMapping[Any, Any], key: str, label: str, limit_mb:
     sweep_abandoned()
     if not upload_route.mounted():
         return _from_file_uploader(state, key, label, limit_mb, accept)
-    held = state.get(_held(key))
-    chosen = BOX(key=key, data=_box_data(state, key, label, limit_mb, accept, held), on_file_change=_nothing)
-    picked = getattr(chosen, "file", None)
-    picked = picked if isinstance(picked, dict) else {}
+    try:  # the box's state from its last change, taken before the box is drawn, so that it shows the file taken
+        return _taken(state, key, _picked(state.get(key)))
+    finally:
+        BOX(key=key, data=_box_data(state, key, label, limit_mb, accept), on_file_change=_nothing)
+
+
+def _picked(box_state: Any) -> dict[str, Any]:
+    picked = box_state.get("file") if hasattr(box_state, "get") else getattr(box_state, "file", None)
+    return picked if isinstance(picked, dict) else {}
+
+
+def _taken(state: MutableMapping[Any, Any], key: str, picked: dict[str, Any]) -> upload.Spooled | None:
     if picked.get("error"):
         empty_box(state, key)
         raise UploadRefused(str(picked["error"])[:MOST_SAID])
     upload_id = str(picked.get("upload", ""))
+    held = state.get(_held(key))
     if not upload_id:
         empty_box(state, key)
         return None
     if held is not None and held[0] == upload_id:
         return held[1]  # type: ignore[no-any-return]
-    spooled = upload_route.take(state[_ticket(key)], upload_id)
+    empty_box(state, key)
+    ticket = state.get(_ticket(key))
+    spooled = None if ticket is None else upload_route.take(ticket, upload_id)
     if spooled is None:
         raise UploadRefused(upload_route.EXPIRED)
-    empty_box(state, key)
     state[_held(key)] = (upload_id, spooled)
     return spooled
 
@@ -91,8 +101,9 @@ def empty_box(state: MutableMapping[Any, Any], key: str) -> None:
         held[1].close()
 
 
-def _box_data(state: MutableMapping[Any, Any], key: str, label: str, limit_mb: int, accept: tuple[str, ...],
-              held: tuple[str, upload.Spooled] | None) -> dict[str, Any]:
+def _box_data(state: MutableMapping[Any, Any], key: str, label: str, limit_mb: int,
+              accept: tuple[str, ...]) -> dict[str, Any]:
+    held = state.get(_held(key))
     ticket = state.get(_ticket(key))
     if ticket is None or not upload_route.live(ticket):
         ticket = state[_ticket(key)] = upload_route.issue(session_id(), limit_mb * 2**20)
