@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -60,9 +61,9 @@ def free(filler: Path, nbytes: int) -> None:
 
 # Nothing but a test's own statements writes to the server's files while its disk is full: no autovacuum and no
 # timed checkpoint (a checkpoint that cannot write its files PANICs), a minimal write-ahead log (no standby
-# snapshots written every 15 s), a log writer that waits (so a commit writes the log itself), synchronous commits.
+# snapshots written every 15 s), synchronous commits (a commit writes the log itself, see `log_writer_paused`).
 QUIET_SERVER = ("autovacuum=off", "checkpoint_timeout=1d", "max_wal_size=4GB", "wal_level=minimal",
-                "max_wal_senders=0", "wal_writer_delay=10s", "synchronous_commit=on")
+                "max_wal_senders=0", "synchronous_commit=on")
 
 
 @contextmanager
@@ -76,7 +77,22 @@ def postgres_on_a_volume(size: str, *, wal_too: bool) -> Iterator[tuple[PgServer
                                                    settings=QUIET_SERVER) as server:
             yield server, where
     finally:
-        where.rmdir()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@contextmanager
+def log_writer_paused(server: PgServer) -> Iterator[None]:
+    """The server's WAL writer stopped (SIGSTOP) for the block: it wakes on its own every 200 ms to write the log's
+    completed pages, so without this a test could not tell whether its session or the WAL writer writes first."""
+    with server.admin() as conn:
+        row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").fetchone()
+    assert row is not None
+    os.kill(int(row[0]), signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with suppress(ProcessLookupError):  # killed by its postmaster meanwhile
+            os.kill(int(row[0]), signal.SIGCONT)
 
 
 def remount_read_only(where: Path) -> None:

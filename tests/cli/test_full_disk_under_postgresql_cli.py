@@ -19,7 +19,7 @@ import pytest
 from perfledger import store, views
 from perfledger.views.registry import PAGES
 from tests.conftest import LOGS, ROOT
-from tests.faults import Stoppable, fill, free, postgres_on_a_volume
+from tests.faults import Stoppable, fill, free, log_writer_paused, postgres_on_a_volume
 
 pytestmark = pytest.mark.postgres
 
@@ -94,8 +94,9 @@ def test_a_full_disk_under_the_write_ahead_log_stops_the_server_and_loses_nothin
         free(filler, 4 << 20)  # room for the run's rows; not for the log's next 16 MB segment
         with server.admin() as conn:
             conn.execute("SELECT pg_switch_wal()")  # the next write of the log needs that segment
-        one_sentence(command("ingest", str(SHORT), "--db", url), "ledger_and_log_on_a_full_disk", FULL,
-                     "the database server stopped")
+        with log_writer_paused(server):  # the ingest's commit is the first to write it
+            done = command("ingest", str(SHORT), "--db", url)
+        one_sentence(done, "ledger_and_log_on_a_full_disk", FULL, "the database server stopped")
         assert stoppable.stopped_by_itself()
         one_sentence(command("perfledger", "export", "runs", "", "--db", url), "ledger_and_log_on_a_full_disk",
                      "Connection refused")
