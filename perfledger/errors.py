@@ -113,12 +113,15 @@ class ReadOnlyStore(StoreError):
 
 
 class DiskFull(StoreError):
-    def __init__(self, url: str, where: str) -> None:
+    def __init__(self, url: str, where: str, *, server_stopped: bool = False) -> None:
         self.url = url
         self.where = where
+        self.server_stopped = server_stopped
         self.reason = f"the disk holding {where} is full"
-        Exception.__init__(self, f"the store {url} could not be written: the disk holding {where} is full; "
-                                 "free some space there and try again (nothing was stored)")
+        then = ("the database server stopped; free some space there, start the server again and try again"
+                if server_stopped else "free some space there and try again")
+        Exception.__init__(self, f"the store {url} could not be written: the disk holding {where} is full; {then} "
+                                 "(nothing was stored)")
 
 
 class SpoolFull(DiskFull):

@@ -1,20 +1,24 @@
 """Faults of the storage under a store, made for real: small tmpfs volumes (full, read-only), a folder that refuses
-new files (immutable), another process holding the DuckDB file, a PostgreSQL server stopped and started again.
-Each skips where this process may not make it (mounting and chattr need root)."""
+new files (immutable), another process holding the DuckDB file, a PostgreSQL server stopped and started again, a
+PostgreSQL server whose data sits on a small volume. Each skips where this process may not make it (mounting and
+chattr need root)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 
-from tests.postgres_server import PgServer, _as_postgres, find_bin_dir
+from tests.postgres_server import PgServer, _as_postgres, find_bin_dir, temporary_server
 
 
 def _mount(path: Path, *options: str) -> bool:
@@ -48,6 +52,47 @@ def fill(where: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+def free(filler: Path, nbytes: int) -> None:
+    """Give `nbytes` of a filled volume back (the filler's tail)."""
+    os.truncate(filler, max(filler.stat().st_size - nbytes, 0))
+
+
+# Nothing but a test's own statements writes to the server's files while its disk is full: no autovacuum and no
+# timed checkpoint (a checkpoint that cannot write its files PANICs), a minimal write-ahead log (no standby
+# snapshots written every 15 s), synchronous commits (a commit writes the log itself, see `log_writer_paused`).
+QUIET_SERVER = ("autovacuum=off", "checkpoint_timeout=1d", "max_wal_size=4GB", "wal_level=minimal",
+                "max_wal_senders=0", "synchronous_commit=on")
+
+
+@contextmanager
+def postgres_on_a_volume(size: str, *, wal_too: bool) -> Iterator[tuple[PgServer, Path]]:
+    """A PostgreSQL server whose data directory is on a tmpfs of `size`, its write-ahead log on the ordinary disk
+    unless `wal_too`; the server and where the volume is mounted (in the system's temporary folder: the server's
+    user cannot reach pytest's)."""
+    where = Path(tempfile.mkdtemp(prefix="perfledger-pg-volume-"))
+    try:
+        with volume(where, size), temporary_server(data_on=where, wal_apart=not wal_too,
+                                                   settings=QUIET_SERVER) as server:
+            yield server, where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@contextmanager
+def log_writer_paused(server: PgServer) -> Iterator[None]:
+    """The server's WAL writer stopped (SIGSTOP) for the block: it wakes on its own every 200 ms to write the log's
+    completed pages, so without this a test could not tell whether its session or the WAL writer writes first."""
+    with server.admin() as conn:
+        row = conn.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'").fetchone()
+    assert row is not None
+    os.kill(int(row[0]), signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with suppress(ProcessLookupError):  # killed by its postmaster meanwhile
+            os.kill(int(row[0]), signal.SIGCONT)
 
 
 def remount_read_only(where: Path) -> None:
@@ -93,6 +138,15 @@ class Stoppable:
     def stop(self) -> None:
         subprocess.run(_as_postgres([self.pg_ctl, "-D", self.data, "-m", "fast", "-w", "stop"]), check=True,
                        capture_output=True)
+
+    def stopped_by_itself(self, timeout_s: float = 30.0) -> bool:
+        """Whether the server stopped on its own (its postmaster gone) within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while (Path(self.data) / "postmaster.pid").exists():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def start(self) -> None:
         options = f"-h 127.0.0.1 -p {self.server.port} -k {self.sockets}"

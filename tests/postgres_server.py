@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,25 +111,33 @@ def _wait_ready(server: PgServer, timeout_s: float) -> None:
 
 
 @contextmanager
-def temporary_server(timeout_s: float = 30.0) -> Iterator[PgServer]:
-    """Start a fresh cluster (initdb, pg_ctl start), yield it, stop it and remove its folder."""
+def temporary_server(timeout_s: float = 30.0, *, data_on: Path | None = None, wal_apart: bool = False,
+                     settings: Sequence[str] = ()) -> Iterator[PgServer]:
+    """Start a fresh cluster (initdb, pg_ctl start), yield it, stop it and remove its folder.
+
+    `data_on`: a folder (a small volume) holding the data directory instead of the temporary folder; `wal_apart`:
+    the write-ahead log kept in the temporary folder (initdb --waldir), off that volume; `settings`: more server
+    settings as name=value, after (so over) the defaults.
+    """
     bin_dir = find_bin_dir()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL server binaries not found (pg_ctl on PATH or /usr/lib/postgresql/*/bin); "
                            "install Debian's postgresql package or set " + ENV_URL)
     root = Path(tempfile.mkdtemp(prefix="perfledger-pg-"))
-    data, sock = root / "data", root / "sock"
+    data, sock = (data_on or root) / "data", root / "sock"
     sock.mkdir()
     if os.geteuid() == 0:
-        shutil.chown(root, "postgres", "postgres")
-        shutil.chown(sock, "postgres", "postgres")
+        for folder in (root, sock, *([data_on] if data_on else [])):
+            shutil.chown(folder, "postgres", "postgres")
     user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
     port = _free_port()
     try:
-        _run(str(bin_dir / "initdb"), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync",
+        wal = ["--waldir", str(root / "pg_wal")] if wal_apart else []
+        _run(str(bin_dir / "initdb"), "-D", str(data), *wal, "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync",
             "--locale=C")
         options = f"-h 127.0.0.1 -p {port} -k {sock} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         options += " -c timezone=America/New_York"  # not UTC, so a test sees any time-zone slip
+        options += "".join(f" -c {setting}" for setting in settings)
         _run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w",
             "-t", str(int(timeout_s)), "start")
         server = PgServer("127.0.0.1", port, user)
@@ -143,3 +151,5 @@ def temporary_server(timeout_s: float = 30.0) -> Iterator[PgServer]:
             subprocess.run(_as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
                            capture_output=True, check=False)
         shutil.rmtree(root, ignore_errors=True)
+        if data_on is not None:
+            shutil.rmtree(data, ignore_errors=True)

@@ -99,7 +99,7 @@ def disk_of(engine: Engine) -> str:
     database = engine.url.database
     if is_duckdb(engine) and database not in (None, "", ":memory:"):
         return str(Path(str(database)).resolve().parent)
-    return f"the database of {mask_url(str(engine.url))}"
+    return "the database server's data"
 
 
 # The kinds of exception a store's driver, the OS or a Polars write under it raise: what the pages' and the CLI's
@@ -112,7 +112,7 @@ def store_fault(exc: BaseException, engine: Engine) -> StoreError | None:
     cannot be read), as the StoreError that says it; None for any other exception (a bug: left to surface)."""
     url = mask_url(str(engine.url))
     if is_disk_full(exc):
-        return DiskFull(url, disk_of(engine))
+        return DiskFull(url, disk_of(engine), server_stopped=_server_panicked(getattr(exc, "orig", None) or exc))
     if isinstance(exc, SQLAlchemyError | DuckDBError) or isinstance(exc, OSError) and exc.errno in _FILE_ERRNOS:
         first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         return StoreError(url, first[0] if first else type(exc).__name__)
@@ -124,20 +124,32 @@ _FILE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, err
 
 @contextmanager
 def translated(engine: Engine) -> Iterator[None]:
-    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised, DiskFull or StoreError."""
+    """Driver errors inside the block raised as StoreBusy, StoreNotInitialised, DiskFull or StoreError: those
+    SQLAlchemy wraps, and the driver's own (PostgreSQL's COPY runs on the driver's cursor, see `bulk`)."""
     try:
         yield
-    except DBAPIError as exc:
-        if exc.orig is not None and is_disk_full(exc.orig):
-            raise DiskFull(mask_url(str(engine.url)), disk_of(engine)) from exc
-        holder = lock_holder(str(exc.orig))
-        if holder is not None and is_duckdb(engine):
-            raise StoreBusy(mask_url(str(engine.url)), holder) from exc
-        reason = str(exc.orig).splitlines()[0]
-        if _MISSING_TABLE.search(reason):
-            raise StoreNotInitialised(mask_url(str(engine.url)),
-                                      reason + " (is the store initialised? run: python -m perfledger init)") from exc
-        raise StoreError(mask_url(str(engine.url)), reason) from exc
+    except (DBAPIError, engine.dialect.loaded_dbapi.Error) as exc:
+        raise _said(engine, exc.orig if isinstance(exc, DBAPIError) else exc) from exc
+
+
+def _said(engine: Engine, orig: BaseException | None) -> StoreError:
+    """The driver's exception `orig` as the StoreError that says it."""
+    url = mask_url(str(engine.url))
+    if orig is not None and is_disk_full(orig):
+        return DiskFull(url, disk_of(engine), server_stopped=_server_panicked(orig))
+    holder = lock_holder(str(orig))
+    if holder is not None and is_duckdb(engine):
+        return StoreBusy(url, holder)
+    reason = str(orig).splitlines()[0]
+    if _MISSING_TABLE.search(reason):
+        return StoreNotInitialised(url, reason + " (is the store initialised? run: python -m perfledger init)")
+    return StoreError(url, reason)
+
+
+def _server_panicked(orig: BaseException) -> bool:
+    """Whether a PostgreSQL server said PANIC: it stopped every session, and it stays down while its write-ahead
+    log's disk is full (the restart's recovery cannot write either)."""
+    return getattr(getattr(orig, "diag", None), "severity_nonlocalized", None) == "PANIC"
 
 
 @dataclass
