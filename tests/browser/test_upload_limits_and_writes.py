@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from ingest import upload_route
 from tests.browser.conftest import (
     LOGS,
     Server,
@@ -58,6 +59,10 @@ def test_a_reachable_server_without_a_token_is_read_only_in_the_browser_and_says
     expect(page.locator('input[type="file"]')).to_have_count(0)
     assert_no_exception(page)
     screenshot(page, "upload-refused-reachable-without-token")
+    # The upload route takes bodies for tickets given to sessions that may write: here, none.
+    refused = page.request.put(f"{reachable_server.base}{upload_route.PATH}any-ticket", data=b"iteration 1\n",
+                               headers={upload_route.NAME_HEADER: "x.log"})
+    assert refused.status == 403 and refused.json() == {"error": upload_route.EXPIRED}
 
 
 def padded_log(folder: Path, size: int) -> Path:
