@@ -295,41 +295,6 @@ def _run_row(data: dict[str, Any]) -> RunRow:
     )
 
 
-RUN_LIST_FIELDS = {
-    "model": ("config", "model"),
-    "accelerator": ("config", "accelerator"),
-    "n_devices": ("config", "n_devices"),
-    "precision": ("config", "precision"),
-    "step_time_s_median": ("summary", "step_time_s_median"),
-    "tokens_per_s_per_device": ("summary", "tokens_per_s_per_device"),
-    "model_tflops_per_device": ("summary", "model_tflops_per_device"),
-    "mfu": ("summary", "mfu"),
-    "jitter_cv": ("summary", "jitter_cv"),
-}
-_RUN_LIST_TYPES = {"n_devices": pl.Int64()} | dict.fromkeys(
-    ("step_time_s_median", "tokens_per_s_per_device", "model_tflops_per_device", "mfu", "jitter_cv"), pl.Float64()
-)
-
-
-def runs(engine: Engine) -> pl.DataFrame:
-    """Every ingested run, newest first, with its configuration and steady-state figures flattened."""
-    r = schema.run
-    base = query(
-        engine,
-        sa.select(r.c.id, r.c.file_name, r.c.format, r.c.ingested_at, r.c.n_steps, r.c.skipped_lines, r.c.config, r.c.summary)
-        .order_by(r.c.id.desc()),
-    )
-    blobs = {
-        "config": [json.loads(v or "{}") for v in base["config"]],
-        "summary": [json.loads(v) if v else {} for v in base["summary"]],
-    }
-    extra = {
-        name: pl.Series(name, [blobs[blob][i].get(key) for i in range(base.height)], dtype=_RUN_LIST_TYPES.get(name, pl.String()), strict=False)
-        for name, (blob, key) in RUN_LIST_FIELDS.items()
-    }
-    return base.drop("config", "summary").with_columns(**extra)
-
-
 def steps(engine: Engine, run_id: int) -> pl.DataFrame:
     s = schema.step
     stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
