@@ -116,10 +116,12 @@ def results(
     run_ids: Sequence[int] | None = None,
     workload: str | None = None,
     columns: Sequence[str] | None = None,
+    published: bool = False,
 ) -> pl.DataFrame:
     """Result rows with their source, accelerator and model names; every filter is a bound parameter.
 
     `columns` keeps only those (in the table's order): a page that reads a third of them fetches a third.
+    `published` keeps the rows no stored run produced (run_id null).
     """
     r = schema.result
     stmt = _results_select()
@@ -144,6 +146,8 @@ def results(
         stmt = stmt.where(r.c.id.in_(list(ids)))
     if run_ids is not None:
         stmt = stmt.where(r.c.run_id.in_(list(run_ids)))
+    if published:
+        stmt = stmt.where(r.c.run_id.is_(None))
     return query(engine, stmt)
 
 
