@@ -336,7 +336,7 @@ def _text(v: Any) -> str | None:
 
 
 CLAIM_METRICS = (TOKEN_METRIC, TFLOPS_METRIC, "mfu")
-CLAIM_COLUMNS = ("id", "metric", "value", "unit", "n_devices", "precision", "framework", "workload", "source_id")  # of 32
+CLAIM_COLUMNS = ("id", "metric", "value", "unit", "n_devices", "precision", "framework", "workload", "source_id")  # of 39
 CLAIMS_SCHEMA: dict[str, pl.DataType] = {
     "figure from": pl.String(), "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
     "n_devices": pl.Int64(), "precision": pl.String(), "framework": pl.String(), "workload": pl.String(),
