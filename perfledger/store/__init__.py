@@ -32,7 +32,6 @@ from perfledger.store.engine import FAULT_TYPES, engine_from_url, is_duckdb, mas
 from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
 from perfledger.store.read import (
     MEASURED_KIND,
-    RUN_LIST_FIELDS,
     STEP_COLUMNS,
     accelerators,
     catalog,
@@ -46,13 +45,13 @@ from perfledger.store.read import (
     result_counts,
     results,
     run,
-    runs,
     runs_of_format,
     sources,
     step_times,
     steps,
     write_stamp,
 )
+from perfledger.store.run_list import RUN_LIST_FIELDS, runs
 from perfledger.store.write import add_results, claims_refusals, delete_run, plan_run, result_row_key, save_run
 
 __all__ = [

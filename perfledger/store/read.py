@@ -116,10 +116,12 @@ def results(
     run_ids: Sequence[int] | None = None,
     workload: str | None = None,
     columns: Sequence[str] | None = None,
+    published: bool = False,
 ) -> pl.DataFrame:
     """Result rows with their source, accelerator and model names; every filter is a bound parameter.
 
     `columns` keeps only those (in the table's order): a page that reads a third of them fetches a third.
+    `published` keeps the rows no stored run produced (run_id null).
     """
     r = schema.result
     stmt = _results_select()
@@ -144,6 +146,8 @@ def results(
         stmt = stmt.where(r.c.id.in_(list(ids)))
     if run_ids is not None:
         stmt = stmt.where(r.c.run_id.in_(list(run_ids)))
+    if published:
+        stmt = stmt.where(r.c.run_id.is_(None))
     return query(engine, stmt)
 
 
@@ -293,41 +297,6 @@ def _run_row(data: dict[str, Any]) -> RunRow:
         note=data["note"],
         ran_at=_utc(data["ran_at"]) if data.get("ran_at") is not None else None,
     )
-
-
-RUN_LIST_FIELDS = {
-    "model": ("config", "model"),
-    "accelerator": ("config", "accelerator"),
-    "n_devices": ("config", "n_devices"),
-    "precision": ("config", "precision"),
-    "step_time_s_median": ("summary", "step_time_s_median"),
-    "tokens_per_s_per_device": ("summary", "tokens_per_s_per_device"),
-    "model_tflops_per_device": ("summary", "model_tflops_per_device"),
-    "mfu": ("summary", "mfu"),
-    "jitter_cv": ("summary", "jitter_cv"),
-}
-_RUN_LIST_TYPES = {"n_devices": pl.Int64()} | dict.fromkeys(
-    ("step_time_s_median", "tokens_per_s_per_device", "model_tflops_per_device", "mfu", "jitter_cv"), pl.Float64()
-)
-
-
-def runs(engine: Engine) -> pl.DataFrame:
-    """Every ingested run, newest first, with its configuration and steady-state figures flattened."""
-    r = schema.run
-    base = query(
-        engine,
-        sa.select(r.c.id, r.c.file_name, r.c.format, r.c.ingested_at, r.c.n_steps, r.c.skipped_lines, r.c.config, r.c.summary)
-        .order_by(r.c.id.desc()),
-    )
-    blobs = {
-        "config": [json.loads(v or "{}") for v in base["config"]],
-        "summary": [json.loads(v) if v else {} for v in base["summary"]],
-    }
-    extra = {
-        name: pl.Series(name, [blobs[blob][i].get(key) for i in range(base.height)], dtype=_RUN_LIST_TYPES.get(name, pl.String()), strict=False)
-        for name, (blob, key) in RUN_LIST_FIELDS.items()
-    }
-    return base.drop("config", "summary").with_columns(**extra)
 
 
 def steps(engine: Engine, run_id: int) -> pl.DataFrame:

@@ -14,7 +14,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import urlstate
+from perfledger import store, urlstate
 from perfledger.errors import InvalidQuery
 from perfledger.views import (
     accelerators,
@@ -131,5 +131,6 @@ def state_from_query(slug: str, query: urlstate.QueryLike) -> Any:
 
 
 def table(slug: str, state: Any, engine: Engine) -> pl.DataFrame:
-    """The table the page `slug` shows for `state`."""
-    return page(slug).table(state, engine)
+    """The table the page `slug` shows for `state`, its reads through one connection (store.reading)."""
+    with store.reading():
+        return page(slug).table(state, engine)

@@ -101,7 +101,7 @@ def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
     """The run's steps labelled with their phase and per-step figures; of a run too long to hold (see long_runs),
     the rows its charts draw."""
     row = stored_run(engine, run_id)
-    launch = state.launch or summarised_launch(engine, run_id)
+    launch = state.launch or summarised_launch(row)
     if long_runs.is_long(row):
         return long_runs.long_run(row, state.rule(), launch, drawn_columns(), engine).drawn
     frame = store.steps(engine, run_id)
@@ -111,10 +111,9 @@ def run_steps(state: RunsView, engine: Engine, run_id: int) -> pl.DataFrame:
     return with_step_figures(labelled, row)
 
 
-def summarised_launch(engine: Engine, run_id: int) -> int | None:
+def summarised_launch(row: RunRow) -> int | None:
     """The launch a run of several is summarised over (None for a run of one launch)."""
-    r = store.run(engine, run_id)
-    for span in ((r.summary or {}).get("launches") or []) if r else []:
+    for span in (row.summary or {}).get("launches") or []:
         if span.get("summarised"):
             return int(span["launch"])
     return None
@@ -203,7 +202,7 @@ def page_summary(state: RunsView, engine: Engine, steps: pl.DataFrame) -> steady
     row = stored_run(engine, state.run)
     if not long_runs.is_long(row):
         return run_summary(state, steps)
-    launch = state.launch or summarised_launch(engine, state.run)
+    launch = state.launch or summarised_launch(row)
     return long_runs.long_run(row, state.rule(), launch, drawn_columns(), engine).summary
 
 
@@ -337,33 +336,34 @@ def _text(v: Any) -> str | None:
 
 
 CLAIM_METRICS = (TOKEN_METRIC, TFLOPS_METRIC, "mfu")
+CLAIM_COLUMNS = ("id", "metric", "value", "unit", "n_devices", "precision", "framework", "workload", "source_id")  # of 39
 CLAIMS_SCHEMA: dict[str, pl.DataType] = {
     "figure from": pl.String(), "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
     "n_devices": pl.Int64(), "precision": pl.String(), "framework": pl.String(), "workload": pl.String(),
-    "source_id": pl.String(), "result id": pl.Int64(),
-}
+    "source_id": pl.String(), "result id": pl.Int64()}
 
 
 def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:
     """Published tokens/s/device, TFLOPS and MFU rows for the run's model, accelerator and workload (a fine-tuning
     run is not set beside pretraining claims), after the run's own figures of those metrics (derived ones marked)."""
-    r = store.run(engine, run_id)
-    if r is None or not r.config.get("model") or not r.config.get("accelerator"):
-        return pl.DataFrame(schema=CLAIMS_SCHEMA)
-    workload = r.config.get("workload")
-    rows = store.results(engine, metric=list(CLAIM_METRICS), model_ids=[str(r.config["model"])],
-                         accelerator_ids=[str(r.config["accelerator"])], workload=workload)
-    published = rows.filter(pl.col("run_id").is_null()).select(
-        pl.lit("published").alias("figure from"), "metric", "value", "unit", "n_devices", "precision", "framework",
-        "workload", "source_id", pl.col("id").alias("result id"))
-    own = run_figures(engine, r).filter(pl.col("figure").is_in([FIGURE_LABELS[m] for m in CLAIM_METRICS]))
-    mine = own.select(
-        pl.format("this run ({})", pl.col("evidence")).alias("figure from"),
-        pl.col("figure").replace_strict({FIGURE_LABELS[m]: m for m in CLAIM_METRICS}).alias("metric"),
-        "value", "unit", "n_devices", "precision", pl.lit(r.config.get("framework")).alias("framework"),
-        pl.lit(workload).alias("workload"), pl.lit(None, pl.String).alias("source_id"),
-        pl.lit(None, pl.Int64).alias("result id"))
-    return pl.concat([mine.cast(CLAIMS_SCHEMA), published.cast(CLAIMS_SCHEMA)])  # type: ignore[arg-type]
+    with store.reading():  # one connection for its three reads
+        r = store.run(engine, run_id)
+        if r is None or not r.config.get("model") or not r.config.get("accelerator"):
+            return pl.DataFrame(schema=CLAIMS_SCHEMA)
+        workload = r.config.get("workload")
+        published = store.results(engine, metric=list(CLAIM_METRICS), model_ids=[str(r.config["model"])],
+                                  accelerator_ids=[str(r.config["accelerator"])], workload=workload, published=True,
+                                  columns=CLAIM_COLUMNS).select(
+            pl.lit("published").alias("figure from"), "metric", "value", "unit", "n_devices", "precision", "framework",
+            "workload", "source_id", pl.col("id").alias("result id"))
+        own = run_figures(engine, r).filter(pl.col("figure").is_in([FIGURE_LABELS[m] for m in CLAIM_METRICS]))
+        mine = own.select(
+            pl.format("this run ({})", pl.col("evidence")).alias("figure from"),
+            pl.col("figure").replace_strict({FIGURE_LABELS[m]: m for m in CLAIM_METRICS}).alias("metric"),
+            "value", "unit", "n_devices", "precision", pl.lit(r.config.get("framework")).alias("framework"),
+            pl.lit(workload).alias("workload"), pl.lit(None, pl.String).alias("source_id"),
+            pl.lit(None, pl.Int64).alias("result id"))
+        return pl.concat([mine.cast(CLAIMS_SCHEMA), published.cast(CLAIMS_SCHEMA)])  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
