@@ -179,17 +179,19 @@ def _bare(url: str, sql: str) -> Any:
 
 
 def run_page(engine: sa.Engine, run_id: int) -> int:
-    """What the Runs page computes for one run (the page script's calls, without Streamlit)."""
-    from perfledger import views
+    """What the Runs page computes for one run (the page script's calls, without Streamlit), on one connection as
+    the dashboard runs every page (dashboard.py: `with store.reading()`)."""
+    from perfledger import store, views
     from perfledger.views import runs as rv
 
-    state = rv.RunsView(run=run_id)
-    steps = _computed_afresh("runs", state, engine)
-    row = rv.stored_run(engine, run_id)
-    views.run_summary(state, steps)
-    rv.run_figures(engine, row)
-    views.printed_vs_recomputed(engine, run_id)
-    views.nearest_claims(engine, run_id)
+    with store.reading():
+        state = rv.RunsView(run=run_id)
+        steps = _computed_afresh("runs", state, engine)
+        row = rv.stored_run(engine, run_id)
+        views.run_summary(state, steps)
+        rv.run_figures(engine, row)
+        views.printed_vs_recomputed(engine, run_id)
+        views.nearest_claims(engine, run_id)
     return int(steps.height)
 
 
