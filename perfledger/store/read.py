@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.errors import StoreNotInitialised
 from perfledger.records import STEP_SCHEMA, RunRow
+from perfledger.store import pg_copy
 from perfledger.store.engine import answers_for
 from perfledger.store.engine import connection as _connection
 from perfledger.store.stamp import read_stamp
@@ -64,6 +65,8 @@ def _fresh_frame(conn: Connection, stmt: sa.Select[Any]) -> pl.DataFrame:
     target = {c.name: polars_type(c) for c in stmt.selected_columns}
     if conn.dialect.name == "duckdb":
         frame = conn.execute(stmt).cursor.pl()  # Arrow, no row objects
+    elif pg_copy.copyable(conn, target) and (sql := pg_copy.literal_sql(conn, stmt)) is not None:
+        frame = pg_copy.copied_frame(conn, sql, target)
     else:
         frame = pl.read_database(stmt, conn, infer_schema_length=None)
     if frame.height == 0:
@@ -316,10 +319,8 @@ def write_step_files(engine: Engine, run_id: int, folder: Path, *, batch_rows: i
         if conn.dialect.name == "duckdb":
             batches: Iterator[pl.DataFrame] = (cast_to(pl.from_arrow(b), target)  # type: ignore[arg-type]
                                                for b in conn.execute(stmt).cursor.to_arrow_reader(batch_rows))
-        else:
-            result = conn.execution_options(stream_results=True, yield_per=batch_rows).execute(stmt)
-            batches = (pl.DataFrame([tuple(r) for r in part], schema=target, orient="row")
-                       for part in result.partitions(batch_rows))
+        else:  # every step column is a number, and the run id has a literal form
+            batches = pg_copy.copied_batches(conn, str(pg_copy.literal_sql(conn, stmt)), target, batch_rows)
         for frame in batches:
             files.append(folder / f"{len(files):08d}.parquet")
             frame.write_parquet(files[-1], compression="lz4", statistics=False)
