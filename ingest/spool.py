@@ -8,7 +8,6 @@ the 1 GB Megatron log); spooled, memory does not grow with the number of steps.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import polars as pl
 
 from perfledger.calc.phases import PHASE_COLUMNS
 from perfledger.records import STEP_SCHEMA, StepFiles
-from perfledger.spools import spool_folder, spooling
+from perfledger.spools import sort_parquet, spool_folder, spooling
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
@@ -24,7 +23,6 @@ REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_toke
 
 # The external sort's memory. The 1 GB MLPerf bench log (3.2 M steps, repeated step numbers) peaked at 293-299 MB
 # with 64 MB and at 250-264 MB with 32, 0.5 s slower in 21 s (2 runs each); its 100 MB log is the same either way.
-SORT_MEMORY = "32MB"
 
 
 class StepSpool:
@@ -100,27 +98,3 @@ def strictly_increasing(values: pl.Series, *, after: Any) -> bool:
         return False
     rising = values.len() < 2 or bool((values.diff(null_behavior="drop") > 0).all())
     return rising and (after is None or values[0] > after)
-
-
-def sort_parquet(files: Sequence[Path], column: str, out: Path) -> Path:
-    """The rows of Parquet files (columns matched by name) sorted by `column`, written to `out`; ties keep the
-    order of the files' names, then of their rows. An external sort in an in-memory DuckDB that spills to disk
-    past SORT_MEMORY, so its memory does not grow with the rows."""
-    import duckdb  # here, not at the top: an ingest into PostgreSQL of steps in order never loads DuckDB (~50 MB)
-
-    names = ", ".join(_sql_text(path) for path in files)
-    key = '"' + column.replace('"', '""') + '"'
-    with duckdb.connect() as con:
-        # Two threads: DuckDB's threads share the memory limit, and many of them under 64 MB fail. Ties are
-        # ordered by the file's place in the list and the row's in its file (numbers: the file's name as a key
-        # made every row carry its path through the sort).
-        con.execute(f"SET threads = 2; SET memory_limit = '{SORT_MEMORY}'; "
-                    f"SET temp_directory = {_sql_text(out.parent / (out.name + '.spill'))}")
-        con.execute(f"COPY (SELECT * EXCLUDE (file_row_number) FROM read_parquet([{names}], "
-                    "union_by_name = true, file_row_number = true) "
-                    f"ORDER BY {key}, file_index, file_row_number) TO {_sql_text(out)} (FORMAT parquet)")
-    return out
-
-
-def _sql_text(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"

@@ -84,6 +84,12 @@ class Spooled:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def most_raw_bytes(limit: int, *, gzip: bool = True) -> int:
+    """The most bytes a file within `limit` (counted after gunzip) can have as sent: the limit, or a little more
+    for a gzip file (its header and the blocks of incompressible data it stores as they are)."""
+    return limit + limit // 100 + CHUNK_BYTES if gzip else limit
+
+
 class Spooling:
     """An upload being written to a new folder chunk by chunk (a file object's reads, or a browser's request body as
     it arrives) and hashed on the way; `finish` gives the Spooled file, `abort` removes the folder. FileTooLarge
@@ -100,11 +106,9 @@ class Spooling:
 
     @property
     def raw_ceiling(self) -> int | None:
-        """The most raw bytes a file within the limit can have: its limit, or a little more for a gzip file (its
-        header and blocks of incompressible data)."""
         if self.limit is None:
             return None
-        return self.limit + self.limit // 100 + CHUNK_BYTES if self._head[:2] == GZIP_MAGIC else self.limit
+        return most_raw_bytes(self.limit, gzip=self._head[:2] == GZIP_MAGIC)
 
     def write(self, chunk: bytes) -> None:
         if self._out is None:

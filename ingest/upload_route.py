@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ingest.streams import too_large
-from ingest.upload import CHUNK_BYTES, Spooled, Spooling
+from ingest.upload import CHUNK_BYTES, Spooled, Spooling, most_raw_bytes
 from perfledger.errors import FileTooLarge, PerfledgerError, SpoolFull
 
 PATH = "/api/upload/"
@@ -113,7 +113,7 @@ async def receive(request: Request) -> JSONResponse:
         return _refused(403, EXPIRED)
     name = unquote(request.headers.get(NAME_HEADER, "")).strip() or "upload"
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > held.limit + held.limit // 100 + CHUNK_BYTES:
+    if declared.isdigit() and int(declared) > most_raw_bytes(held.limit):
         return _refused(413, str(FileTooLarge(name, None, too_large(held.limit))))
     try:
         writer = await run_in_threadpool(Spooling, name, held.limit, held.owner)

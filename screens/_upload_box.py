@@ -108,7 +108,7 @@ def _box_data(state: MutableMapping[Any, Any], key: str, label: str, limit_mb: i
     if ticket is None or not upload_route.live(ticket):
         ticket = state[_ticket(key)] = upload_route.issue(session_id(), limit_mb * 2**20)
     return {"url": upload_route.PATH + ticket, "label": label, "accept": ",".join(accept),
-            "limit_bytes": limit_mb * 2**20, "limit_text": f"{limit_mb} MiB",
+            "most_bytes": upload.most_raw_bytes(limit_mb * 2**20), "limit_text": f"{limit_mb} MiB",
             "current": None if held is None else {"name": held[1].file_name, "size": held[1].size}}
 
 

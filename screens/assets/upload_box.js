@@ -33,7 +33,7 @@ export default function (component) {
   };
 
   const send = (file) => {
-    if (data.limit_bytes && file.size > data.limit_bytes * 1.01 + MIB) {
+    if (file.size > data.most_bytes) {  // more than any file within the limit can have as sent
       refused(`${file.name}: larger than the ${data.limit_text} limit; nothing was sent.`);
       return;
     }
