@@ -19,6 +19,7 @@ from perfledger.calc import flops as fl
 from perfledger.calc.steady import SteadyRule
 from perfledger.errors import InvalidInput
 from perfledger.records import RunRow
+from perfledger.views import mlperf
 from perfledger.views.long_runs import is_long
 from perfledger.views.remembered import until_written
 
@@ -63,8 +64,9 @@ def verdict(engine: Engine, run_id: int, *, against: str = PUBLISHED, usd_per_de
             rule: SteadyRule | None = None) -> compare.Verdict:
     """The run's verdict against the comparable published figure (or against the run `against`)."""
     row = _stored(engine, run_id)
-    ttt = _time_to_train(engine, row)
-    head = headline(row, ttt)
+    head = headline(row, _time_to_train(engine, row))
+    if row.format == "mlperf":
+        head = _with_mlperf_figures(engine, row, head)
     flow = goodput_of(engine, row, usd_per_device_hour, rule)
     base = compare.Verdict(row.id, _label(row), head, None, None, goodput=flow, against=against)
     if against != PUBLISHED:
@@ -220,6 +222,13 @@ def _against_run(engine: Engine, base: compare.Verdict, row: RunRow, other: RunR
                      gap=compare.Gap(mine / theirs, (), mine / theirs - 1))
 
 
+def _with_mlperf_figures(engine: Engine, row: RunRow, head: compare.Headline) -> compare.Headline:
+    """An MLPerf result's tokens/s and model TFLOP/s per device, derived from its time to train (views.mlperf)."""
+    found = mlperf.headline(engine, row) or {}
+    return replace(head, tokens_per_s_per_device=found.get(mlperf.DERIVED_TOKENS),
+                   model_tflops_per_device=found.get(mlperf.DERIVED_TFLOPS))
+
+
 def _time_to_train(engine: Engine, row: RunRow) -> float | None:
     values = store.results(engine, run_id=row.id, metric="time_to_train_s", columns=("value",))["value"]
     return float(values[0]) if values.len() else None
@@ -231,7 +240,7 @@ def _time_to_train(engine: Engine, row: RunRow) -> float | None:
 def goodput_of(engine: Engine, row: RunRow, usd_per_device_hour: float | None = None,
                rule: SteadyRule | None = None) -> goodput.Goodput | None:
     """Where the run's wall time went; None for a run with no timed step (a result file, a summary)."""
-    if row.n_steps == 0:
+    if row.n_steps == 0 or is_long(row):  # a run too long to hold: its steps are not read whole
         return None
     return _goodput(row.id, row.config.get("n_devices"), _span(row), usd_per_device_hour or None,
                     rule or _stored_rule(row), engine)
@@ -257,9 +266,10 @@ def _stored_rule(row: RunRow) -> SteadyRule:
     return SteadyRule(**{k: v for k, v in ((row.summary or {}).get("rule") or {}).items() if k in known})
 
 
-def page_goodput(engine: Engine, row: RunRow, usd: float | None, rule: SteadyRule) -> goodput.Goodput | None:
-    """goodput_of() as the run page asks it: not for a run too long to hold (the CLI computes it)."""
-    return None if is_long(row) else goodput_of(engine, row, usd, rule)
+@until_written(keep=16)
+def page_verdict(run_id: int, usd: float | None, rule: SteadyRule, engine: Engine) -> compare.Verdict:
+    """verdict() as the run page asks it, remembered until the store is written to (a correction, say)."""
+    return verdict(engine, run_id, usd_per_device_hour=usd, rule=rule)
 
 
 def goodput_rows(engine: Engine, run_ids: Sequence[int]) -> pl.DataFrame:
