@@ -28,4 +28,5 @@ def goodput_bar(parts: pl.DataFrame, *, wall_s: float) -> Drawn:
         y=alt.Y("run:N", title=None, axis=None), color=colour, order=alt.Order("order:Q"),
         tooltip=["part", alt.Tooltip("seconds:Q", format=",.1f"), alt.Tooltip("share:Q", format=".1%"),
                  "marked by"])
-    return _drawn(bar.properties(title=_titled(f"Where the wall clock went ({wall_s:,.0f} s)"), height=60))
+    # the height holds the title, the bar, its axis and the legend: the dashboard fits the whole chart into it
+    return _drawn(bar.properties(title=_titled(f"Where the wall clock went ({wall_s:,.0f} s)"), height=190))

@@ -122,12 +122,15 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def setup_differences(first: Mapping[str, Any], second: Mapping[str, Any],
-                      fields: Iterable[tuple[str, str]] = SETUP) -> list[str]:
+                      fields: Iterable[tuple[str, str]] = SETUP, *, both_unstated_same: bool = False) -> list[str]:
     """The setup fields (model, accelerator, precision, workload, by default) in which two rows differ, in words:
-    "model qwen2.5-32b vs llama3-8b"; a field unstated on either side differs."""
+    "model qwen2.5-32b vs llama3-8b"; a field unstated on either side differs (on both sides too, unless
+    `both_unstated_same`: two runs of one log format that neither states it)."""
     out = []
     for key, label in fields:
         a, b = first.get(key), second.get(key)
+        if both_unstated_same and a in UNSTATED and b in UNSTATED:
+            continue
         if a in UNSTATED or b in UNSTATED or not same_value(a, b):
             out.append(f"{label} {_text(a)} vs {_text(b)}")
     return out

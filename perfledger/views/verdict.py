@@ -62,7 +62,14 @@ def _per_device(row: RunRow) -> float | None:
 
 def verdict(engine: Engine, run_id: int, *, against: str = PUBLISHED, usd_per_device_hour: float | None = None,
             rule: SteadyRule | None = None) -> compare.Verdict:
-    """The run's verdict against the comparable published figure (or against the run `against`)."""
+    """The run's verdict against the comparable published figure (or against the run `against`); its reads share
+    one connection."""
+    with store.reading():
+        return _verdict(engine, run_id, against, usd_per_device_hour, rule)
+
+
+def _verdict(engine: Engine, run_id: int, against: str, usd_per_device_hour: float | None,
+             rule: SteadyRule | None) -> compare.Verdict:
     row = _stored(engine, run_id)
     head = headline(row, _time_to_train(engine, row))
     if row.format == "mlperf":
@@ -203,9 +210,10 @@ def _other_run(engine: Engine, against: str, run_id: int) -> RunRow:
 
 
 def unlike(first: RunRow, second: RunRow) -> list[str]:
-    """What makes two runs not like for like: model, accelerator, devices, precision or workload, in words."""
+    """What makes two runs not like for like: model, accelerator, devices, precision or workload, in words (a field
+    stated on one side only differs; one neither states does not)."""
     fields = (*cr.SETUP[:2], ("n_devices", "devices"), *cr.SETUP[2:])
-    return cr.setup_differences(run_as_row(first), run_as_row(second), fields)
+    return cr.setup_differences(run_as_row(first), run_as_row(second), fields, both_unstated_same=True)
 
 
 def _against_run(engine: Engine, base: compare.Verdict, row: RunRow, other: RunRow) -> compare.Verdict:
