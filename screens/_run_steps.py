@@ -24,12 +24,15 @@ def show_steady(db: Engine, row: RunRow, summary: SteadyState, steps: pl.DataFra
                 delta_color="off", delta_arrow="off")
     m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
     m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
-    m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
+    m[3].metric("Tokens/s (all devices)", _all_devices(row, summary))
     source = (row.summary or {}).get("step_time_source")
     st.caption(summary.rule.describe() + " · the shaded band is the steady window"
                + (f" · step time: {source}" if source else ""))  # one of _records.STEP_TIME_SOURCES
     if (parts := rv.rlhf_parts(row)) is not None:
         st.caption(_ui.plain(parts))
+    if fallback := (row.config.get("format_meta") or {}).get("mfu_peak_fallback"):
+        st.warning(_ui.plain(f"The log's own MFU (its line on the MFU chart) is against its fallback peak (A100), not "
+                             f"this device's ({fallback}): it is not this run's MFU."), icon=":material/warning:")
     for flag in views.not_steady(summary):
         st.warning(_ui.plain(f"Not a steady state: {flag}."))
     for title, frame in (("Launches in this file (the run is summarised over the longest)", views.launches(db, row.id)),
@@ -42,6 +45,14 @@ def show_steady(db: Engine, row: RunRow, summary: SteadyState, steps: pl.DataFra
     for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
         _ui.chart(charts.spec(charts.step_figure, steps, ch.column, ch.title, ch.axis, printed=ch.printed,
                               window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
+
+
+def _all_devices(row: RunRow, summary: SteadyState) -> str:
+    """The window's tokens/s over all devices; from the per-device figure and the devices where the log gives only
+    that (torchtitan's tps)."""
+    per_device, devices = (row.summary or {}).get("tokens_per_s_per_device"), row.config.get("n_devices")
+    total = summary.tokens_per_s or (per_device * devices if per_device and devices else None)
+    return f"{total:,.0f}" if total else "—"
 
 
 def show_claims(db: Engine, run_id: int, formats: dict[str, str]) -> None:

@@ -160,7 +160,8 @@ def history_views(engine: Engine, campaign_id: int) -> list[tuple[str, HistoryVi
         return []
     rows = history.series_rows(engine, run_ids=run_ids)
     rank = pl.col("metric").replace_strict({m: i for i, m in enumerate(history.METRICS)}, default=len(history.METRICS))
-    firsts = rows.sort([rank, "run_id"]).unique("configuration", keep="first", maintain_order=True)
+    per_run = rows.sort([rank, "run_id"]).unique("run_id", keep="first", maintain_order=True)  # each run's first figure
+    firsts = per_run.unique("configuration", keep="first", maintain_order=True)
     return [(f"History of {r['configuration']}", _history_state(r))
             for r in firsts.sort("configuration").iter_rows(named=True)]
 

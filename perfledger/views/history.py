@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from perfledger import urlstate as u
 from perfledger.calc import changepoints
-from perfledger.store.history import published_figures, run_figures
+from perfledger.store.history import CONFIG_COLUMNS, published_figures, run_figures
 
 # The figures a history follows, each with its direction.
 HIGHER_IS_BETTER = {"tokens_per_s_per_device": True, "step_time_s": False, "mfu": True,
@@ -81,7 +81,7 @@ def _layout() -> pl.Expr:
 def series_rows(engine: Engine, metrics: tuple[str, ...] = METRICS, run_ids: list[int] | None = None) -> pl.DataFrame:
     """One row per run and metric (the run's own figure before the one its log printed), with its configuration
     named and dated (the log's date, else the ingest date, and which)."""
-    rows = run_figures(engine, metrics, run_ids=run_ids)
+    rows = _run_identity(run_figures(engine, metrics, run_ids=run_ids))
     rank = pl.col("evidence").replace_strict(_EVIDENCE_ORDER, default=3)
     return (rows.sort([rank, "id"]).unique(["run_id", "metric"], keep="first", maintain_order=True)
             .with_columns(model=pl.col("model_id").fill_null(""), accelerator=pl.col("accelerator_id").fill_null(""),
@@ -92,6 +92,13 @@ def series_rows(engine: Engine, metrics: tuple[str, ...] = METRICS, run_ids: lis
                           **{"date from": pl.when(pl.col("ran_at").is_null()).then(pl.lit(FROM_INGEST))
                              .otherwise(pl.lit(FROM_LOG))})
             .with_columns(configuration=_configuration()))
+
+
+def _run_identity(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each figure with its run's identity: a column a row leaves empty (an MLPerf result's time to train states no
+    accelerator or devices) taken from the run's other rows, so that all of one run's figures are one configuration."""
+    return rows.with_columns(pl.col(c).fill_null(pl.col(c).drop_nulls().first().over("run_id"))
+                             for c in CONFIG_COLUMNS if c in rows.columns)
 
 
 def _configuration() -> pl.Expr:
