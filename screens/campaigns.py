@@ -60,7 +60,7 @@ if submission:
 for refusal in (header.get("meta") or {}).get("refusals") or []:
     st.warning(_ui.plain(f"Refused: {refusal}"), icon=":material/block:")
 
-if scores.height:
+if scores.height > 1:
     st.markdown("**MLPerf's score, one per submitter's system and benchmark**")
     st.caption("A single result file is one run with its time to train; a score is the olympic mean of a set of "
                "runs of one submitter's system, under its benchmark's rule: `still needed` says how many runs the set "
@@ -85,16 +85,15 @@ with st.expander(f"Open one of its {len(run_views)} stored runs"):
     for label, run_state in run_views:
         _ui.page_link(st, label, views.links.to(run_state), ":material/open_in_new:")
 
+st.subheader("Repeats")
+st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "
+           "interquartile range, min-max and n. `overlaps` names the configurations whose IQR overlaps this one's: "
+           "their difference is within run-to-run noise.")
+_ui.show_table(views.campaigns.repeats(db, state.campaign), FORMATS, key="campaign_repeats")
 st.subheader("Where each run's wall time went")
 st.caption("Goodput from each log's own timeline (seconds): productive steady steps, warm-up and compilation, stalls, "
            "work redone after a restart, evaluation and checkpoint saves where the log times them, and the rest of "
            "its printed span (start-up, gaps between launches, the tail); the run page draws it as one bar.")
 _ui.show_table(views.verdict.goodput_rows(db, views.campaigns.run_ids(db, state.campaign)), FORMATS,
                key="campaign_goodput")
-
-st.subheader("Repeats")
-st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "
-           "interquartile range, min-max and n. `overlaps` names the configurations whose IQR overlaps this one's: "
-           "their difference is within run-to-run noise.")
-_ui.show_table(views.campaigns.repeats(db, state.campaign), FORMATS, key="campaign_repeats")
 _ui.show_formula(PAGE)

@@ -24,8 +24,10 @@ def headline_items(v: Verdict) -> list[tuple[str, str, str]]:
     mfu_help = (f"model TFLOP/s / {h.peak_used}" if h.peak_used else h.why_no_mfu or "needs a peak for the precision")
     if h.log_mfu is not None:
         mfu_help += f"; the log's own MFU {h.log_mfu:.1%} is against {h.log_peak}"
-    items = [("Tokens/s per device", number(h.tokens_per_s_per_device), "steady window: tokens / time / devices"),
-             ("Model TFLOP/s per device", number(h.model_tflops_per_device, ",.1f"), flops),
+    derived = " (derived)" if h.time_to_train_s is not None else ""  # from a result file's time to train
+    items = [(f"Tokens/s per device{derived}", number(h.tokens_per_s_per_device), "steady window: tokens / time / "
+              "devices" if not derived else "trained tokens over the time to train, per device: not an MLPerf metric"),
+             (f"Model TFLOP/s per device{derived}", number(h.model_tflops_per_device, ",.1f"), flops),
              ("MFU", number(h.mfu, ".1%"), mfu_help)]
     if h.time_to_train_s is not None:
         items.insert(0, ("Time to train (this result file)", number(h.time_to_train_s / 60, ",.2f", " min"),
