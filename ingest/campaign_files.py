@@ -208,7 +208,7 @@ def _bounded(conn: sqlite3.Connection) -> None:
 
 def _job_table_rows(conn: sqlite3.Connection, shown: str) -> list[dict[str, Any]]:
     kinds = [str(kind) for kind, sql in conn.execute(
-        "SELECT type, sql FROM sqlite_master WHERE lower(name) = 'jobs'")
+        "SELECT type, sql FROM sqlite_master WHERE lower(name) = 'jobs' AND type IN ('table', 'view')")
         if not str(sql or "").upper().startswith("CREATE VIRTUAL")]
     if kinds and kinds != ["table"]:
         raise ParseError(shown, None, f"its jobs is a {kinds[0]}, not a table: only llmb-run's jobs table is read")
