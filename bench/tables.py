@@ -42,9 +42,12 @@ METRIC_RELATION = {
     "scaling_efficiency": "scaling", "tokens_per_s_per_device": "throughput", "tokens_per_s": "throughput",
     "step_time_s": "throughput",
 }
-RELATION_WORDS = (("tokensperstep", "tokens_per_step"), ("publisher", "publisher_formula"), ("tflop", "tflops"),
-                  ("mfu", "mfu"), ("timetotrain", "time_to_train"), ("speedup", "speedup"),
-                  ("relativethroughput", "speedup"), ("throughput", "throughput"))
+RELATION_WORDS = (  # a word in the audit's `relation` -> the oracle's relation name, first match wins
+    ("tokensperstep", "tokens_per_step"), ("publisher", "publisher_formula"), ("tflop", "tflops"), ("mfu", "mfu"),
+    ("timetotrain", "time_to_train"), ("speedup", "speedup"), ("relativethroughput", "speedup"),
+    ("gradientaccum", "batch_decomposition"), ("batchdecomposition", "batch_decomposition"),
+    ("memoryfraction", "memory_fraction"), ("memoryshare", "memory_fraction"), ("memoryratio", "memory_ratio"),
+    ("throughput", "throughput"))
 
 
 def product(args: list[str], db: Path) -> subprocess.CompletedProcess[str]:
