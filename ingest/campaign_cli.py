@@ -1,7 +1,8 @@
-"""`python -m ingest DIR`: a folder imported as one campaign, reported as text or JSON.
+"""`python -m ingest DIR`: a folder imported as campaigns (one per MLPerf submitter's system and benchmark, one for
+its other logs), reported as text or JSON, with a progress bar of files and MB on a terminal.
 
---json prints one object per attempt ({"file", "outcome", "reason", "line", "run_id", "metric", "value", "unit"})
-and ends with one {"campaign": {"id", "name", "kind", "created", "runs", "outcomes", "score", "refused",
+--json prints, per campaign, one object per attempt ({"file", "outcome", "reason", "line", "run_id", "metric",
+"value", "unit"}) then one {"campaign": {"id", "name", "kind", "created", "runs", "outcomes", "score", "refused",
 "repeats"}} object. Each refused file goes to stderr as FILE:LINE: reason; the exit status is 1 when any file was
 refused (the rest is stored), else 0.
 """
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from ingest.campaign import CampaignImport, import_folder, plan_folder
+from ingest.campaign import CampaignImport, RoundImport, import_round, plan_round
+from ingest.campaign_logs import LogJob, LogRead
+from ingest.campaign_pool import Tick
 from ingest.campaign_score import MEASURED
 from ingest.hints import Hints
 from perfledger import store
@@ -27,22 +32,54 @@ from perfledger.catalog import Catalog
 def ingest_folder(engine: store.Engine, folder: Path, given: Hints, limit: int, *, as_json: bool, dry: bool,
                   known: Catalog | None) -> int:
     """Import (or, dry, only read) the folder; print what happened; 1 when a file was refused."""
-    if dry:
-        plan = plan_folder(folder, given, limit=limit, known=known, engine=engine)
-        plan.close()
-        done = CampaignImport(plan, None)
-    else:
-        done = import_folder(engine, folder, given, limit=limit, known=known)
-    report = campaign_report(engine, done, dry=dry)
+    with progress_bar(folder) as tick:
+        if dry:
+            planned = plan_round(folder, given, limit=limit, known=known, engine=engine, tick=tick)
+            planned.close()
+            done = RoundImport(planned, tuple(CampaignImport(p, None) for p in planned.plans))
+        else:
+            done = import_round(engine, folder, given, limit=limit, known=known, tick=tick)
     for refusal in done.plan.refusals:
         print(refusal, file=sys.stderr)
-    if as_json:
-        for attempt in report.pop("attempts"):
-            print(json.dumps(attempt, default=str))
-        print(json.dumps({"campaign": report}, default=str))
-    else:
-        _print_text(report)
+    for one in done.imports or (CampaignImport(done.plan.only(), None),):  # none: every file was refused
+        report = campaign_report(engine, one, dry=dry)
+        if as_json:
+            for attempt in report.pop("attempts"):
+                print(json.dumps(attempt, default=str))
+            print(json.dumps({"campaign": report}, default=str))
+        else:
+            _print_text(report)
     return 1 if done.plan.refusals else 0
+
+
+@contextmanager
+def progress_bar(folder: Path) -> Iterator[Tick | None]:
+    """A bar on stderr (a terminal only) counting the folder's logs read and their MB."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    bar = tqdm(unit="B", unit_scale=True, desc=f"{folder.name}: 0 files", file=sys.stderr, leave=False)
+    count = 0
+
+    def tick(_read: LogRead, job: LogJob) -> None:
+        nonlocal count
+        count += 1
+        bar.set_description_str(f"{folder.name}: {count:,} files", refresh=False)
+        bar.update(_bytes(job.path))
+
+    try:
+        yield tick
+    finally:
+        bar.close()
+
+
+def _bytes(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def campaign_report(engine: store.Engine, done: CampaignImport, *, dry: bool = False) -> dict[str, Any]:
@@ -58,7 +95,8 @@ def campaign_report(engine: store.Engine, done: CampaignImport, *, dry: bool = F
             "runs": list(saved.run_ids) if saved else [], "outcomes": store.outcome_counts(frame),
             "score": {"value": plan.score.value, "unit": plan.score.unit, "rule": plan.score.rule,
                       "note": plan.score.note},
-            "meta": {k: v for k, v in plan.meta.items() if k in ("submission", "systems", "configs", "job_table", "documents")},
+            "meta": {k: v for k, v in plan.meta.items() if k in ("submission", "systems", "configs", "job_table", "documents",
+                                                             "results_folder")},
             "refused": list(plan.refusals), "repeats": repeats.to_dicts(), "attempts": attempts}
 
 
