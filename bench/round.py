@@ -72,12 +72,14 @@ class Round:
     broken: tuple[str, ...]  # the files made broken on purpose, relative to the round
 
 
-def build_round(folder: Path, n_files: int = ROUND_FILES, seed: int = 51) -> Round:
-    """A round of `n_files` result files (a few of them broken) under `folder`, built from SUBMISSIONS in turn."""
+def build_round(folder: Path, n_files: int = ROUND_FILES, seed: int = 51,
+                submissions: tuple[Submission, ...] = SUBMISSIONS, broken_at: tuple[int, ...] = (7, 40, 90)) -> Round:
+    """A round of `n_files` result files under `folder`, built from `submissions` in turn; the systems numbered in
+    `broken_at` get one broken file more (a truncated copy, bytes that are no log, an empty file)."""
     rng = random.Random(seed)
     written = total = 0
     broken: list[str] = []
-    for number, sub in enumerate(_systems()):
+    for number, sub in enumerate(_systems(submissions)):
         if written >= n_files:
             break
         system = f"{_slug(sub.accelerator)}_S{number:03d}"
@@ -93,9 +95,10 @@ def build_round(folder: Path, n_files: int = ROUND_FILES, seed: int = 51) -> Rou
             path.write_bytes(data)
             written += 1
             total += len(data)
-        if number in (7, 40, 90) and written < n_files:  # a truncated run, no log at all, nothing at all
+        if number in broken_at and written < n_files:  # a truncated run, no log at all, nothing at all
             path = bench_dir / f"result_{sub.runs}.txt"
-            data = {7: base[: len(base) // 2], 40: bytes(rng.randrange(256) for _ in range(4096)), 90: b""}[number]
+            data = (data[: len(data) // 2], bytes(rng.randrange(256) for _ in range(4096)), b"")[
+                broken_at.index(number) % 3]
             path.write_bytes(data)
             broken.append(path.relative_to(folder).as_posix())
             written += 1
@@ -103,9 +106,9 @@ def build_round(folder: Path, n_files: int = ROUND_FILES, seed: int = 51) -> Rou
     return Round(folder, written, total, tuple(broken))
 
 
-def _systems() -> Iterator[Submission]:
+def _systems(submissions: tuple[Submission, ...]) -> Iterator[Submission]:
     """The submissions in turn, each as often as its weight, for ever."""
-    turn = [s for i in range(max(s.weight for s in SUBMISSIONS)) for s in SUBMISSIONS if i < s.weight]
+    turn = [s for i in range(max(s.weight for s in submissions)) for s in submissions if i < s.weight]
     while True:
         yield from turn
 

@@ -41,10 +41,12 @@ SCALING_FILE = "scaling.json"  # MLPerf: the review's factor on a benchmark's sc
 
 @dataclass(frozen=True, slots=True)
 class CampaignImport:
-    """What importing one campaign did: the stored campaign (None on a dry run) and the plan it stored."""
+    """What importing one campaign did: the stored campaign (None on a dry run, or when it could not be stored:
+    `error` says why) and the plan it stored."""
 
     plan: CampaignPlan
     saved: CampaignSaved | None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +89,12 @@ def import_round(engine: store.Engine, folder: Path, given: Hints | None = None,
                  workers: int | None = None) -> RoundImport:
     """Read the folder and store its campaigns, each whole in one transaction (several to one, when many:
     store.save_campaigns); the step files are removed either way. A campaign that cannot be stored leaves nothing
-    of itself and stops the import (those stored before stay)."""
+    of itself (its import says why) and leaves the others stored."""
     plan = plan_round(folder, given, limit=limit, known=known, engine=engine, tick=tick, workers=workers)
     try:
         saved = store.save_campaigns(engine, plan.plans, ingested_at=now)
-        return RoundImport(plan, tuple(CampaignImport(p, s) for p, s in zip(plan.plans, saved, strict=True)))
+        return RoundImport(plan, tuple(CampaignImport(p, s, None) if isinstance(s, CampaignSaved) else
+                                       CampaignImport(p, None, str(s)) for p, s in zip(plan.plans, saved, strict=True)))
     finally:
         plan.close()
 

@@ -41,6 +41,9 @@ def ingest_folder(engine: store.Engine, folder: Path, given: Hints, limit: int, 
             done = import_round(engine, folder, given, limit=limit, known=known, tick=tick)
     for refusal in done.plan.refusals:
         print(refusal, file=sys.stderr)
+    for one in done.imports:
+        if one.error is not None:
+            print(one.error, file=sys.stderr)
     for one in done.imports or (CampaignImport(done.plan.only(), None),):  # none: every file was refused
         report = campaign_report(engine, one, dry=dry)
         if as_json:
@@ -49,7 +52,7 @@ def ingest_folder(engine: store.Engine, folder: Path, given: Hints, limit: int, 
             print(json.dumps({"campaign": report}, default=str))
         else:
             _print_text(report)
-    return 1 if done.plan.refusals else 0
+    return 1 if done.plan.refusals or any(one.error for one in done.imports) else 0
 
 
 @contextmanager
@@ -97,7 +100,7 @@ def campaign_report(engine: store.Engine, done: CampaignImport, *, dry: bool = F
                       "note": plan.score.note},
             "meta": {k: v for k, v in plan.meta.items() if k in ("submission", "systems", "configs", "job_table", "documents",
                                                              "results_folder")},
-            "refused": list(plan.refusals), "repeats": repeats.to_dicts(), "attempts": attempts}
+            "refused": list(plan.refusals), "repeats": repeats.to_dicts(), "attempts": attempts, "error": done.error}
 
 
 def _plan_frame(plan: CampaignPlan) -> pl.DataFrame:
@@ -109,8 +112,8 @@ def _plan_frame(plan: CampaignPlan) -> pl.DataFrame:
 
 
 def _print_text(report: dict[str, Any]) -> None:
-    state = ("dry run, nothing stored" if report["dry_run"] else "nothing stored: every file was refused"
-             if report["id"] is None else f"stored as campaign {report['id']}" if report["created"]
+    state = ("dry run, nothing stored" if report["dry_run"] else f"not stored: {report['error']}" if report["error"]
+             else "nothing stored: every file was refused" if report["id"] is None else f"stored as campaign {report['id']}" if report["created"]
              else f"already stored as campaign {report['id']}")
     print(f"{report['name']}: {report['kind']}, {len(report['attempts'])} attempts, {state}")
     for a in report["attempts"]:

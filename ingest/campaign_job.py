@@ -68,4 +68,5 @@ def import_campaign(folder: Path) -> dict[str, Any]:
     campaigns = [{"campaign_id": one.saved.campaign_id, "created": one.saved.created, "name": one.plan.name,
                   "kind": one.plan.kind.value, "attempts": len(one.plan.attempts)}
                  for one in done.imports if one.saved is not None]
-    return {"ok": {"campaigns": campaigns, "refusals": list(done.plan.refusals)}}
+    return {"ok": {"campaigns": campaigns,
+                   "refusals": list(done.plan.refusals) + [one.error for one in done.imports if one.error]}}

@@ -18,8 +18,8 @@ from sqlalchemy import Connection, Engine
 
 from perfledger import schema
 from perfledger.campaigns import Attempt, CampaignPlan, CampaignSaved
-from perfledger.errors import StoreError
-from perfledger.store.engine import connection
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.store.engine import connection, mask_url
 from perfledger.store.read import query
 from perfledger.store.write import insert_rows, store_log_runs
 
@@ -36,21 +36,37 @@ def save_campaign(engine: Engine, plan: CampaignPlan, *, ingested_at: datetime |
 
 
 def save_campaigns(engine: Engine, plans: Sequence[CampaignPlan], *,
-                   ingested_at: datetime | None = None) -> list[CampaignSaved]:
+                   ingested_at: datetime | None = None) -> list[CampaignSaved | StoreError]:
     """Store campaigns (a round's), each whole in one transaction, several to a transaction up to
     RUNS_PER_TRANSACTION runs: a DuckDB commit is a checkpoint (50-300 ms here), and one per campaign was a third of
     a round's import. Should a transaction fail, its campaigns are stored one to a transaction, so that a campaign
-    that cannot be stored leaves the others stored; the first that cannot be stored alone raises."""
+    that cannot be stored (its error in its place in the list) leaves every other one stored. A store that cannot
+    be written at all (busy, full, read-only, not initialised) raises at once."""
     when = ingested_at or datetime.now(UTC)
-    saved: list[CampaignSaved] = []
+    saved: list[CampaignSaved | StoreError] = []
     for batch in _batches(plans):
         try:
             saved += _save_together(engine, batch, when)
-        except StoreError:
-            if len(batch) == 1:
-                raise
-            saved += [_save_together(engine, [plan], when)[0] for plan in batch]
+        except _WHOLE_STORE:
+            raise
+        except _ONE_CAMPAIGN:
+            saved += [_save_alone(engine, plan, when) for plan in batch]
     return saved
+
+
+# A fault of the store itself, which every campaign would meet; anything else a campaign's own (its step files gone)
+_WHOLE_STORE = (StoreBusy, DiskFull, ReadOnlyStore, StoreNotInitialised)
+_ONE_CAMPAIGN = (StoreError, OSError, pl.exceptions.PolarsError)
+
+
+def _save_alone(engine: Engine, plan: CampaignPlan, when: datetime) -> CampaignSaved | StoreError:
+    try:
+        return _save_together(engine, [plan], when)[0]
+    except _WHOLE_STORE:
+        raise
+    except _ONE_CAMPAIGN as exc:
+        why = exc if isinstance(exc, StoreError) else StoreError(mask_url(str(engine.url)), str(exc).splitlines()[0])
+        return StoreError(mask_url(str(engine.url)), f"campaign {plan.name!r} was not stored: {why.reason}")
 
 
 RUNS_PER_TRANSACTION = 400  # about a second of writing: the DuckDB file stays free for readers in between
