@@ -239,21 +239,23 @@ def _add(groups: dict[Any, Group], read: LogRead, found: _Metadata) -> None:
 
 def _planned(folder: str, groups: list[Group], found: _Metadata, logs: int, log_bytes: int) -> RoundPlan:
     """Each group's metadata and refusals attached, its plan made."""
+    described = {id(g): {system_description_for(f, found.systems) for f in g.files} for g in groups
+                 if g.key != NO_GROUP}
     for shown, desc in found.systems.items():
-        users = [g for g in groups if g.key != NO_GROUP and
-                 any(system_description_for(f, found.systems) == shown for f in g.files)]
+        users = [g for g in groups if shown in described.get(id(g), ())]
         for group in users or groups:
             group.meta["systems"][shown] = desc
             group.digests.append(found.digests[shown])
+    homes = {id(g): g.home for g in groups}
     for shown, settings in found.configs.items():
-        for group in attached(groups, shown):
+        for group in attached(groups, shown, homes):
             group.meta["configs"][shown] = settings
             group.digests.append(found.digests[shown])
     for shown in found.documents:
-        for group in attached(groups, shown):
+        for group in attached(groups, shown, homes):
             group.meta.setdefault("documents", []).append(shown)
     for text in found.refusals:
-        for group in attached(groups, text.split(":", 1)[0]):
+        for group in attached(groups, text.split(":", 1)[0], homes):
             group.refusals.append(text)
     if found.job_table is not None and NO_GROUP in {g.key for g in groups}:
         own = next(g for g in groups if g.key == NO_GROUP)
@@ -273,7 +275,7 @@ def _plan(folder: str, group: Group, several: bool) -> CampaignPlan:
         meta["submission"] = submission
     kind = _kind(meta, group.attempts)
     score = campaign_score(kind, group.attempts, mlperf_benchmark(submission))
-    factor = _scaling(meta["configs"], group.home)
+    factor = _scaling(meta["configs"], meta.get("results_folder", ""))
     return CampaignPlan(name=campaign_name(group.key, folder, several), kind=kind,
                         content_sha256=_campaign_hash(group.digests), meta=meta, attempts=tuple(group.attempts),
                         score=scaled(score, *factor) if factor else score, refusals=tuple(group.refusals))

@@ -84,9 +84,9 @@ def campaign_name(key: GroupKey, folder: str, several: bool) -> str:
     return " ".join(part for part in key if part)
 
 
-def attached(groups: Sequence[Group], shown: str) -> list[Group]:
-    """The campaigns a metadata file (or a refused file) belongs to: those whose logs sit in its folder, else every
-    campaign of the folder."""
+def attached(groups: Sequence[Group], shown: str, homes: Mapping[int, str]) -> list[Group]:
+    """The campaigns a metadata file (or a refused file) belongs to: those whose logs sit in its folder (`homes`:
+    each group's home by id), else every campaign of the folder."""
     parent = posixpath.dirname(shown)
-    beside = [g for g in groups if g.key != NO_GROUP and g.home == parent]
+    beside = [g for g in groups if g.key != NO_GROUP and homes[id(g)] == parent]
     return beside or list(groups)
