@@ -67,3 +67,31 @@ def test_an_archive_past_the_limit_once_unpacked_is_refused(tmp_path: Path) -> N
 def test_bytes_that_are_not_a_zip_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="not a zip archive"):
         unpack_zip(b"plain text", "notes.zip", tmp_path, limit=2**20)
+
+
+def test_a_zip_of_two_submitters_results_imports_as_two_campaigns_in_the_upload_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import shutil
+    import tempfile
+
+    from ingest.campaign_job import import_campaign
+    from perfledger import store
+
+    logs = Path(__file__).parents[1] / "fixtures" / "logs"
+    folder = tmp_path / "mi300x"
+    folder.mkdir()
+    for name in ("amd_mi300x_llama2_70b_lora_v5.1_result_0.txt", "mangoboost_mi300x_1node_llama2_70b_lora_v5.1_result_0.txt"):
+        shutil.copy(logs / name, folder)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "request.json").write_text(json.dumps({"file_name": "mi300x.zip", "limit": 2**30}))
+    (job / "upload").write_bytes(zipped(folder))
+    url = f"duckdb:///{tmp_path / 's.duckdb'}"
+    store.create_schema(store.engine_from_url(url))  # the dashboard's store
+    monkeypatch.setenv("PERFLEDGER_DB_URL", url)
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)  # the worker's step sets it to its folder
+    done = import_campaign(job)["ok"]
+    assert sorted(c["name"] for c in done["campaigns"]) == ["AMD 1xMI300X llama2_70b_lora",
+                                                            "MangoBoost 1xMI300X llama2_70b_lora"]
+    assert all(c["created"] and c["attempts"] == 1 for c in done["campaigns"]) and done["refusals"] == []
