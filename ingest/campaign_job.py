@@ -13,7 +13,8 @@ from typing import Any
 
 from ingest import upload
 from ingest.streams import printable
-from ingest.worker import Job, Limits
+from ingest.worker import Job
+from ingest.worker_limits import LOADED, Limits
 from perfledger.spools import spooling
 
 
@@ -59,6 +60,7 @@ def import_campaign(folder: Path) -> dict[str, Any]:
     from ingest.campaign_zip import unpack_zip
     from perfledger import store
 
+    (folder / LOADED).touch()  # its modules loaded: a crash from here on is no longer the memory to start
     request = json.loads((folder / "request.json").read_text())
     tempfile.tempdir = str(folder)
     limit = int(request["limit"])
