@@ -35,6 +35,13 @@ _ENDINGS: tuple[tuple[OutcomeKind, re.Pattern[bytes]], ...] = (
     (OutcomeKind.TIMEOUT, re.compile(rb"CANCELLED AT \S+ DUE TO TIME LIMIT|exceeded (?:its )?time limit")),
     (OutcomeKind.CANCELLED, re.compile(rb"slurmstepd: error: \*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ \*\*\*")),
 )
+# Bytes each ending's pattern cannot match without: lines holding none of them are not searched (Python's regex tries
+# an alternation at every position: 19 ms for a 1 MB MLPerf result file, against well under 1 ms for these finds).
+_NEEDS: dict[OutcomeKind, tuple[bytes, ...]] = {
+    OutcomeKind.OUT_OF_MEMORY: (b"emory", b"EMORY", b"oom"),
+    OutcomeKind.TIMEOUT: (b"TIME LIMIT", b"time limit"),
+    OutcomeKind.CANCELLED: (b"CANCELLED AT",),
+}
 _SUBMISSION_KEY = re.compile(rb'"key": "(submission_[a-z]+)", "value": "([^"]*)"')
 _SBATCH = re.compile(r"^#SBATCH\s+--?([A-Za-z0-9_-]+)(?:[= ]\s*(\S+))?")
 _ASSIGNMENT = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S+)")
@@ -101,7 +108,9 @@ class ContentScan:
 
     def _search(self, lines: bytes) -> None:
         for kind, pattern in _ENDINGS:
-            if kind not in self.endings and (m := pattern.search(lines)) is not None:
+            if kind in self.endings or not any(needed in lines for needed in _NEEDS[kind]):
+                continue
+            if (m := pattern.search(lines)) is not None:
                 start = lines.rfind(b"\n", 0, m.start()) + 1
                 end = lines.find(b"\n", m.end())
                 text = lines[start:end if end >= 0 else len(lines)].decode(errors="replace").strip()

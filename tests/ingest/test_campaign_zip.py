@@ -83,6 +83,32 @@ def test_bytes_that_are_not_a_zip_are_refused(tmp_path: Path) -> None:
         unpack_zip(b"plain text", "notes.zip", tmp_path, limit=2**20)
 
 
+def test_a_zip_of_two_submitters_results_imports_as_two_campaigns_in_the_upload_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import shutil
+    import tempfile
+
+    from ingest.campaign_job import import_campaign
+    from perfledger import store
+
+    logs = Path(__file__).parents[1] / "fixtures" / "logs"
+    folder = tmp_path / "mi300x"
+    folder.mkdir()
+    for name in ("amd_mi300x_llama2_70b_lora_v5.1_result_0.txt", "mangoboost_mi300x_1node_llama2_70b_lora_v5.1_result_0.txt"):
+        shutil.copy(logs / name, folder)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "request.json").write_text(json.dumps({"file_name": "mi300x.zip", "limit": 2**30}))
+    (job / "upload").write_bytes(zipped(folder))
+    url = f"duckdb:///{tmp_path / 's.duckdb'}"
+    store.create_schema(store.engine_from_url(url))  # the dashboard's store
+    monkeypatch.setenv("PERFLEDGER_DB_URL", url)
+    monkeypatch.setattr(tempfile, "tempdir", tempfile.tempdir)  # the worker's step sets it to its folder
+    done = import_campaign(job)["ok"]
+    assert sorted(c["name"] for c in done["campaigns"]) == ["AMD 1xMI300X llama2_70b_lora",
+                                                            "MangoBoost 1xMI300X llama2_70b_lora"]
+    assert all(c["created"] and c["attempts"] == 1 for c in done["campaigns"]) and done["refusals"] == []
 # ------------------------------------------------------------------------------ hostile archives, one sentence each
 
 NO_STORE = "duckdb:///:memory:"
@@ -129,7 +155,7 @@ def test_an_archive_named_dots_imports_its_members_only_not_the_workers_files(tm
                                                                              writable_engine: Engine) -> None:
     url = writable_engine.url.render_as_string(hide_password=False)
     done = imported_by_worker(tmp_path, zipped(MLPERF), "...zip", url)
-    assert done.campaign_id is not None and done.refusals == ()  # the worker's stderr.log was read as a member
+    assert len(done.campaigns) == 1 and done.refusals == ()  # the worker's stderr.log was read as a member
     assert store.campaigns(writable_engine)["name"].to_list() == ["campaign"]
 
 
@@ -145,7 +171,7 @@ def test_a_job_table_whose_jobs_is_an_endless_view_is_refused_at_once_without_fi
         started = time.monotonic()
         done = imported_by_worker(tmp_path, raw, "jobs.zip", environ={"SQLITE_TMPDIR": str(small)})
         assert time.monotonic() - started < 60 and shutil.disk_usage(small).used < 2**20
-    assert done.campaign_id is None and done.refusals == (
+    assert not done.campaigns and done.refusals == (
         "jobs.sqlite3: its jobs is a view, not a table: only llmb-run's jobs table is read",)
 
 
