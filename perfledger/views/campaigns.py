@@ -115,18 +115,16 @@ def campaign_header(engine: Engine, campaign_id: int) -> dict[str, Any] | None:
 
 def score_headline(header: dict[str, Any], scores: pl.DataFrame | None = None) -> tuple[str, str]:
     """The campaign's score as its page leads with it: label and value. An MLPerf submission's in minutes, the unit
-    MLCommons publishes its time to train in (the rule's note keeps the seconds), one per submitter's system and
-    benchmark (`scores`, system_scores()): a campaign holding several has no one score; any other as stored."""
+    MLCommons publishes its time to train in (the rule's note keeps the seconds), as stored at import (one campaign
+    per submitter's system and benchmark, times the review's scaling factor); a campaign holding several systems
+    (`scores`, system_scores(): a store imported before that) has no one score; any other as stored."""
     if scores is not None and scores.height > 1:
         return "Score: one per submitter's system (below)", f"{scores.height} systems"
-    if scores is not None and scores.height == 1:
-        value = scores["score (min)"][0]
-        return "Score: time to train (min, MLPerf's)", f"{value:,.2f}" if value is not None else "none"
     score, unit = header.get("score"), header.get("score_unit") or "none"
+    if header.get("kind") == CampaignKind.MLPERF and unit == "s":
+        return "Score: time to train (min, MLPerf's)", f"{minutes(score):,.2f}" if score is not None else "none"
     if score is None:
         return f"Score ({unit})", "none"
-    if header.get("kind") == CampaignKind.MLPERF and unit == "s":
-        return "Score: time to train (min, MLPerf's)", f"{minutes(score):,.2f}"
     return f"Score ({unit})", f"{score:,.6g}"
 
 
