@@ -73,7 +73,25 @@ def stated(row: Mapping[str, Any]) -> dict[str, Any]:
         out["precision_recipe"] = str(row["precision_as_printed"])
     for name, value in _attributes(row.get("attributes")).items():
         out[_attribute_key(name)] = value
+    if "grad_accum" not in out and (accumulated := grad_accum_of(out)) is not None:
+        out["grad_accum"] = accumulated
     return out
+
+
+def grad_accum_of(fields: Mapping[str, Any]) -> int | None:
+    """The gradient accumulation a row's global batch, micro batch and DP state together (Megatron's
+    global = micro x DP x accumulation), where all three are stated and divide exactly; else None.
+
+    >>> grad_accum_of({"global_batch": 128, "micro_batch": 2, "dp": 8}), grad_accum_of({"global_batch": 128})
+    (8, None)
+    """
+    try:
+        gbs, mbs, dp = (int(fields[k]) for k in ("global_batch", "micro_batch", "dp"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if gbs <= 0 or mbs <= 0 or dp <= 0 or gbs % (mbs * dp):
+        return None
+    return gbs // (mbs * dp)
 
 
 def _read_printed(out: dict[str, Any], name: str, value: str) -> None:

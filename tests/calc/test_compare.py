@@ -74,6 +74,14 @@ def test_differences_read_what_a_row_s_note_states_and_name_each_side() -> None:
     assert "n_devices" not in found and "tp" not in found  # the same on both sides
 
 
+def test_a_gradient_accumulation_the_run_s_batches_and_dp_give_is_no_difference() -> None:
+    """The NeMo log states GBS 128, MBS 2 and DP 8 but no accumulation; NVIDIA's row states GA=8: the same."""
+    published = row(1, 30624, grad_accum=8)
+    assert "grad_accum" not in {d.field for d in cr.differences(RUN | {"dp": 8}, published)}
+    assert {d.field: d.run for d in cr.differences(RUN | {"dp": 8}, published | {"grad_accum": 4})}["grad_accum"] == 8
+    assert {d.field: d.run for d in cr.differences(RUN, published)}["grad_accum"] is None  # no DP: not derived
+
+
 def test_the_gap_walks_through_the_same_publisher_s_rows_one_field_at_a_time() -> None:
     chosen = row(1, 30000, global_batch=256)
     pool = [chosen, row(2, 27000, global_batch=128),  # the same publisher at the run's batch: a part
