@@ -12,8 +12,8 @@ from screens import _ui
 from screens._campaign_upload import campaign_upload_panel
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": "localized", "score": "localized", "median": "localized", "q1": "localized", "q3": "localized",
-           "iqr": "localized", "min": "localized", "max": "localized"}
+STORED = ("value", "score")  # an attempt's figure and a campaign's score, as stored
+WIDTHS = {"configuration": 260}  # px: a long configuration cut, its median, spread and n beside it
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Campaigns")
@@ -37,7 +37,7 @@ if not state.campaign:
         st.info("No campaign yet. Import a folder of logs with `python -m ingest DIR`, or its zip above (an MLPerf "
                 "submission, a sweep, a job table): every log becomes a run, every failure an outcome with its reason.")
     table = _ui.compute(PAGE, state, db)
-    _ui.show_table(table, FORMATS, key="campaigns_list")
+    _ui.show_table(table, STORED, key="campaigns_list")
     _ui.download(state, table)
     st.stop()
 
@@ -61,7 +61,7 @@ st.subheader("Attempts")
 st.caption("One row per log or job: a failure (out of memory, timeout, cancelled, NaN loss, no steps) is kept with "
            "the reason and line the log gave, beside the runs that completed.")
 table = _ui.compute(PAGE, state, db)
-_ui.show_table(table, FORMATS, key="campaign_attempts")
+_ui.show_table(table, STORED, key="campaign_attempts", widths=WIDTHS)
 _ui.download(state, table)
 
 st.subheader("Its runs, and each configuration over time")
@@ -79,5 +79,5 @@ st.subheader("Repeats")
 st.caption("Each configuration's measured attempts (completed, cancelled or stopped at the time limit): median, "
            "interquartile range, min-max and n. `overlaps` names the configurations whose IQR overlaps this one's: "
            "their difference is within run-to-run noise.")
-_ui.show_table(views.campaigns.repeats(db, state.campaign), FORMATS, key="campaign_repeats")
+_ui.show_table(views.campaigns.repeats(db, state.campaign), key="campaign_repeats", widths=WIDTHS)
 _ui.show_formula(PAGE)

@@ -49,9 +49,9 @@ from perfledger.views.output import (
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
+from perfledger.views.run_diff import config_diff
 from perfledger.views.runs import (
     RunsView,
-    config_diff,
     launches,
     nearest_claims,
     not_steady,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfledger.names import in_words
 from perfledger.vocabulary import Precision
 
 PRECISIONS = tuple(p.value for p in Precision if p is not Precision.UNSTATED)
@@ -76,12 +77,12 @@ _NAMES = {"--model": "model", "--accelerator": "accelerator", "--devices": "devi
 
 def for_the_form(text: str) -> str:
     """A note written for the command line ("pass --model", "need --devices") as the upload form's user reads it:
-    the flags become the form's selectors."""
+    the flags become the form's selectors, and a metric's id its name ("mfu not computed" -> "MFU not computed")."""
     def said(m: re.Match[str]) -> str:
         names = " and ".join(_NAMES.get(f, f.lstrip("-")) for f in m.group(2).split("/"))
         return f"need the {names} chosen in the upload form" if m.group(1) == "need" else \
             f"choose the {names} in the upload form"
-    return _FLAGS.sub(said, text)
+    return _FLAGS.sub(said, in_words(text))
 
 
 def refused_reading(counts: Mapping[str, int]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from ingest import pipeline
-from perfledger.views.runs import config_diff
+from perfledger.views.run_diff import config_diff
 from tests.conftest import LOGS
 
 TOKEN_DROPPING = LOGS / "msft_megatron_ds_gpt3_125m_tokendropping_8gpu.log"
