@@ -361,4 +361,4 @@ def notes(table: pl.DataFrame, db: Engine) -> None:
         return
     with st.expander(f"The sources' notes on these rows ({len(carried)})", icon=":material/sticky_note_2:"):
         for ids, note in carried:
-            st.markdown(f"**result {plain(', '.join(map(str, ids)))}**: {plain(note)}")
+            st.markdown(f"**result {plain(', '.join(map(str, ids)))}**: {plain(names.in_words(note))}")

@@ -14,7 +14,7 @@ from screens._mlperf import show_headline
 from screens._upload import upload_panel
 
 PAGE = _ui.this_page(__file__)
-STORED = ("value", "printed")  # a figure as the file or a source printed it
+STORED = ("value", "printed", "time_to_train_s")  # a figure as the file or a source printed it
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Runs")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import numbers, store, urlstate, views
+from perfledger import names, numbers, store, urlstate, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
@@ -28,7 +28,7 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     _ui.web_link(st, said.get("source_url"))
     for field in ("note", "audit explanation"):  # in full: the table's one line cut them at the screen's edge
         for text in detail.filter(detail["field"] == field)["value"].drop_nulls().to_list():
-            st.caption(_ui.plain(f"{field.capitalize()}: {text}"))
+            st.caption(_ui.plain(f"{field.capitalize()}: {names.in_words(text)}"))
     with _ui.answer():
         _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
     shown_in = detail.filter(detail["field"] == "shown in")["value"].to_list()
