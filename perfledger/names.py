@@ -5,6 +5,7 @@ and the store its ids and units). Metric ids come from perfledger.vocabulary; no
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 import polars as pl
@@ -140,6 +141,22 @@ def column_of(label: str, columns: list[str]) -> str:
 
 _ID_IN_TEXT = re.compile(r"(?<![A-Za-z0-9.])(" + "|".join(sorted(map(re.escape, _METRIC_IDS), key=len, reverse=True))
                          + r")(?![A-Za-z0-9])")
+
+
+def settings_in_words(text: str) -> str:
+    """A configuration stored as a JSON object, as a reader reads it ("devices 8 · tp 2 · pp 4"); any other text
+    as it is.
+
+    >>> settings_in_words('{"n_devices": 8, "pp": 4, "tp": 2}'), settings_in_words("h100-sxm · 8")
+    ('devices 8 · pp 4 · tp 2', 'h100-sxm · 8')
+    """
+    try:
+        settings = json.loads(text) if text.startswith("{") else None
+    except ValueError:
+        settings = None
+    if not isinstance(settings, dict):
+        return text
+    return " · ".join(f"{column_label(k).replace('_', ' ')} {v}" for k, v in settings.items() if v not in (None, ""))
 
 
 def in_words(sentence: str) -> str:

@@ -133,6 +133,8 @@ def for_reading(frame: pl.DataFrame) -> pl.DataFrame:
             frame = frame.with_columns(pl.col(column).replace_strict(names.metric_names(), default=pl.col(column)))
     if "field" in frame.columns and frame.schema["field"] == pl.String:  # a result's fields, by name (its permalink)
         frame = frame.with_columns(pl.col("field").replace_strict(names.column_labels(), default=pl.col("field")))
+    if "configuration" in frame.columns and frame.schema["configuration"] == pl.String:  # a campaign's, stored as JSON
+        frame = frame.with_columns(pl.col("configuration").map_elements(names.settings_in_words, return_dtype=pl.String))
     return frame
 
 

@@ -37,12 +37,13 @@ if not state.campaign:
         st.info("No campaign yet. Import a folder of logs with `python -m ingest DIR`, or its zip above (an MLPerf "
                 "submission, a sweep, a job table): every log becomes a run, every failure an outcome with its reason.")
     table = _ui.compute(PAGE, state, db)
-    _ui.show_table(table, STORED, key="campaigns_list")
+    with _ui.answer():
+        _ui.show_table(table, STORED, key="campaigns_list")
     _ui.download(state, table)
     st.stop()
 
 header = views.campaigns.campaign_header(db, state.campaign) or {}
-c1, c2 = st.columns([1, 3])
+c1, c2 = _ui.answer().columns([1, 3])
 c1.metric(*views.campaigns.score_headline(header))
 c2.markdown(f"**Rule:** {_ui.plain(header.get('score_rule') or '')}")
 if header.get("score_note"):

@@ -28,7 +28,7 @@ if runs.height == 0:
     st.stop()
 ids = runs["id"].to_list()
 if state.run and state.run not in ids:  # a run never ingested or deleted, or an import of claims: said, then the list
-    st.warning(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
+    st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
     state = replace(state, run=0, vs=())
 
 if not state.run:
@@ -72,7 +72,7 @@ if summary is None and not headlined:
     with _ui.answer():
         _ui.show_table(figures, STORED, key=_ui.key(PAGE, "figures"))
 elif summary is not None:
-    with _ui.answer():
+    with _ui.answer() if not headlined else st.container():
         m = st.columns(4)
         m[0].metric("Steady steps", f"{summary.steps_in_window:,}",
                     f"{summary.warmup_steps} warm-up · {summary.stalls} stalls", delta_color="off", delta_arrow="off")

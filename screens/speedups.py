@@ -14,7 +14,7 @@ from screens import _ui
 PAGE = _ui.this_page(__file__)
 SIDE_TITLES = {"base": "Baseline", "cand": "Candidate"}
 STORED = ("baseline value", "candidate value", "baseline TFLOPS/device published", "candidate TFLOPS/device published")
-WIDTHS = {"model": 90, "baseline": 150, "candidate": 150, "caveats": 150}  # px: the pair, its ratio, caveats, source
+WIDTHS = {"model": 90, "baseline": 150, "candidate": 150, "speedup (x)": 90, "caveats": 150}  # px: the pair, its ratio, caveats, source
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 
