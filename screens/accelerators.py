@@ -13,8 +13,8 @@ from screens import _ui
 PAGE = _ui.this_page(__file__)
 STORED = ("value", "first value", "second value", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "tf32 TFLOPS",
           "fp32 TFLOPS", "memory (GB)", "bandwidth (TB/s)", "TDP (W)")  # catalog and results as stored
-HEAD_WIDTHS = {"pair": 150, "model": 90, "metric": 120, "first value": 90, "second value": 90,
-               "caveats": 150}  # px: the pair's ratio, both values, the caveats and the source at 1440 px
+HEAD_WIDTHS = {"pair": 140, "model": 90, "metric": 120, "first value": 90, "second value": 90,
+               "caveats": 110}  # px: the pair's ratio, both values, the caveats and the source at 1440 px
 METRICS = (views.TOKEN_METRIC, views.TFLOPS_METRIC)
 db = _ui.engine()
 state = _ui.page_state(PAGE)

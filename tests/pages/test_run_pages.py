@@ -96,3 +96,15 @@ def test_the_run_page_says_where_the_step_time_came_from(name: str, source: str,
     at = open_page("runs", {"run": str(item_url[name])})
     assert not at.exception
     assert source in _texts(at)
+
+
+def test_a_run_that_does_not_exist_is_said_and_the_runs_are_listed(seeded_url: str,
+                                                                   open_page: Callable[..., AppTest]) -> None:
+    """/runs?run=999 had said "the Runs page lists the ingested runs" and listed none."""
+    engine = store.engine_from_url(seeded_url)
+    pipeline.ingest_path(engine, LOGS / "bigscience_meg_gpt2_perf_n16_v100.out")
+    engine.dispose()
+    at = open_page("runs", "run=999")
+    assert not at.exception and not at.error, (at.exception, at.error)
+    assert any("There is no run 999" in i.value.replace("\\", "") for i in at.info), [i.value for i in at.info]
+    assert at.dataframe and "file_name" in at.dataframe[0].value.columns  # the run list, below
