@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from perfledger import store
+from perfledger import names, numbers, store
 from perfledger.views.check import HISTORY, CheckReport, RunCheck, check
 from perfledger.views.history import DEFAULT_THRESHOLD_PCT, DEFAULT_WINDOW, METRIC_LABELS
 
@@ -54,10 +54,17 @@ def report_lines(report: CheckReport) -> list[str]:
             lines.append(f"  not like for like, compared as asked: {'; '.join(r.differences)}")
         for f in r.figures:
             moved = "worse" if f.worse > 0 else "better"
-            lines.append(f"  {'REGRESSION ' if f.regressed else ''}{METRIC_LABELS[f.metric]}: {f.value:,.6g} vs "
-                         f"{f.baseline:,.6g}, {abs(f.worse):.2%} {moved}; against run{'s' if len(f.against) > 1 else ''} "
+            label = METRIC_LABELS[f.metric]
+            lines.append(f"  {'REGRESSION ' if f.regressed else ''}{label[:1].upper()}{label[1:]}: "
+                         f"{_figure(f.metric, f.value)} vs {_figure(f.metric, f.baseline)}, "
+                         f"{numbers.percent_text(abs(f.worse))} {moved}; against run{'s' if len(f.against) > 1 else ''} "
                          f"{', '.join(map(str, f.against))}")
     return lines
+
+
+def _figure(metric: str, value: float) -> str:
+    """A checked figure as every surface reads it (perfledger.numbers): a share in %, else at the rule's precision."""
+    return numbers.percent_text(value) if names.shown_unit(metric) == names.PERCENT else numbers.text(value)
 
 
 def _verdict(r: RunCheck, report: CheckReport) -> str:

@@ -3,27 +3,28 @@ log's own figures, and the per-step charts with the window shaded."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 import streamlit as st
 from sqlalchemy import Engine
 
-from perfledger import charts, views
+from perfledger import numbers, views
 from perfledger.calc.steady import SteadyState
 from perfledger.records import RunRow
 from perfledger.views import runs as rv
 from perfledger.views.registry import Page
-from screens import _ui
+from screens import _run_charts, _ui
 
 
 def show_steady(db: Engine, row: RunRow, summary: SteadyState, steps: pl.DataFrame, state: Any,
-                formats: dict[str, str], page: Page[Any]) -> None:
+                stored: Sequence[str], page: Page[Any]) -> None:
     m = st.columns(4)
     m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",
                 delta_color="off", delta_arrow="off")
-    m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
-    m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
+    m[1].metric("Median step time", numbers.text(summary.step_time_s_median, "s"))
+    m[2].metric("Jitter (CV)", numbers.text(summary.jitter_cv))
     m[3].metric("Tokens/s (all devices)", _all_devices(row, summary))
     source = (row.summary or {}).get("step_time_source")
     st.caption(summary.rule.describe() + " · the shaded band is the steady window"
@@ -39,12 +40,8 @@ def show_steady(db: Engine, row: RunRow, summary: SteadyState, steps: pl.DataFra
                          ("The log's own figures beside the recomputed ones", views.printed_vs_recomputed(db, row.id))):
         if frame.height:
             st.markdown(f"**{title}**")
-            _ui.show_table(frame, formats, key=_ui.key(page, f"t{len(title)}"))
-    _ui.chart(charts.spec(charts.step_times, steps), state, "step-time")
-    grid = st.columns(2)
-    for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
-        _ui.chart(charts.spec(charts.step_figure, steps, ch.column, ch.title, ch.axis, printed=ch.printed,
-                              window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
+            _ui.show_table(frame, stored, key=_ui.key(page, f"t{len(title)}"))
+    _run_charts.per_step(state, steps, summary)
 
 
 def _all_devices(row: RunRow, summary: SteadyState) -> str:
@@ -52,10 +49,10 @@ def _all_devices(row: RunRow, summary: SteadyState) -> str:
     that (torchtitan's tps)."""
     per_device, devices = (row.summary or {}).get("tokens_per_s_per_device"), row.config.get("n_devices")
     total = summary.tokens_per_s or (per_device * devices if per_device and devices else None)
-    return f"{total:,.0f}" if total else "—"
+    return numbers.text(total) if total else "—"
 
 
-def show_claims(db: Engine, run_id: int, formats: dict[str, str]) -> None:
+def show_claims(db: Engine, run_id: int, stored: Sequence[str]) -> None:
     """Every published figure of the run's model, accelerator and workload, collapsed: their FLOPs counts differ,
     so the verdict above, not this table, sets TFLOP/s side by side."""
     claims = views.nearest_claims(db, run_id)
@@ -63,4 +60,4 @@ def show_claims(db: Engine, run_id: int, formats: dict[str, str]) -> None:
         st.caption("As stored: TFLOP/s and MFU here follow each row's own FLOPs count and peak; the verdict above "
                    "compares on tokens/s per device, and TFLOP/s only under one count.")
         if claims.height:
-            _ui.show_table(claims, formats, key="run_claims")
+            _ui.show_table(claims, stored, key="run_claims")

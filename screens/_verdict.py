@@ -16,8 +16,7 @@ from perfledger.views import verdict as vd
 from perfledger.views import verdict_text as vt
 from screens import _ui
 
-FORMATS = {"tokens/s/device": "%,.0f", "run / row": "percent", "TFLOP/s printed": "%,.0f", "share": "percent",
-           "seconds": "%,.1f"}
+STORED = ("TFLOP/s printed",)  # a published row's TFLOP/s as its source printed it
 
 
 def show_verdict(db: Engine, run_id: int, state: Any) -> Verdict | None:
@@ -58,10 +57,10 @@ def _details(found: Verdict) -> None:
             return
         st.caption(_ui.plain(f"Compared on tokens/s per device ({found.published.match}); the headline uses "
                              f"result {found.published.result_id}: {found.published.why}."))
-        _ui.show_table(vt.comparable_frame(found), FORMATS, key="verdict_rows")
-        _ui.show_table(vt.differences_frame(found), FORMATS, key="verdict_differences")
+        _ui.show_table(vt.comparable_frame(found), STORED, key="verdict_rows")
+        _ui.show_table(vt.differences_frame(found), STORED, key="verdict_differences")
         st.caption("The gap, in ratio points: ratio = 100% + each part the same publisher's rows show + the "
                    "unexplained rest.")
-        _ui.show_table(vt.gap_frame(found), FORMATS, key="verdict_gap")
+        _ui.show_table(vt.gap_frame(found), STORED, key="verdict_gap")
         if found.goodput is not None:
-            _ui.show_table(vt.goodput_frame(found.goodput), FORMATS, key="verdict_goodput")
+            _ui.show_table(vt.goodput_frame(found.goodput), STORED, key="verdict_goodput")

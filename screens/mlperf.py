@@ -6,13 +6,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import views
+from perfledger import charts, views
 from perfledger.views import mlperf
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {mlperf.MINUTES: "%,.2f", mlperf.DERIVED_TFLOPS: "%,.1f", mlperf.DERIVED_TOKENS: "%,.1f",
-           "time to train (s)": _ui.AS_STORED, "devices": "%,d", "seq len": "%,d"}
+STORED = ("time to train (s)",)  # run_stop - run_start as the file gives it
 WIDTHS = {"benchmark": 130, mlperf.MINUTES: 120, "submitter": 130, "accelerator × count": 170, "run": 70}
 FILTERS = (("rounds", "Round"), ("divisions", "Division"), ("submitters", "Submitter"), ("benchmarks", "Benchmark"),
            ("accelerators", "Accelerator"))
@@ -44,6 +43,8 @@ if table.height == 0:
             "or run `python -m ingest result_0.txt`." if any(options.values()) else "No MLPerf result stored yet: upload "
             "a result_N.txt on the Runs page, or run `python -m ingest result_0.txt`.")
     st.stop()
-_ui.show_table(table, FORMATS, key="mlperf_table", widths=WIDTHS)
+with _ui.answer():
+    _ui.chart(charts.spec(charts.mlperf_bars, table), state, "time-to-train")
+    _ui.show_table(table, STORED, key="mlperf_table", widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db))

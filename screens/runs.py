@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import charts, views
+from perfledger import views
 from perfledger.views import runs as rv
-from screens import _ui
+from screens import _run_charts, _ui
 from screens._delete import delete_panel
 from screens._identity import identity_form
 from screens._mlperf import show_headline
@@ -18,9 +18,7 @@ from screens._upload import upload_panel
 from screens._verdict import show_verdict
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
-           "step_time_s_median": "%.3f", "value": _ui.AS_STORED, "printed": _ui.AS_STORED, "recomputed": "%,.6g",
-           "relative_difference": "percent"}
+STORED = ("value", "printed", "time_to_train_s")  # a figure as the file or a source printed it
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Runs")
@@ -28,42 +26,44 @@ st.title("Runs")
 
 upload_panel(PAGE)
 _ui.stop_if_empty(db)
-runs = _ui.compute(PAGE, replace(state, run=0, vs=()), db, sortable=not state.run)
+runs = _ui.compute(PAGE, replace(state, run=0, vs=()), db)
 if runs.height == 0:
     st.info("No runs ingested yet: upload a log above, or run `python -m ingest FILE` on the cluster.")
     st.stop()
+ids = runs["id"].to_list()
+if state.run and state.run not in ids:  # a run never ingested or deleted, or an import of claims: said, then the list
+    st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
+    state = replace(state, run=0, vs=())
 
 if not state.run:
     _ui.describe(state)
-    _ui.show_table(runs, FORMATS, key=_ui.key(PAGE, "table"))
+    with _ui.answer():
+        _ui.show_table(runs, STORED, key=_ui.key(PAGE, "table"), widths={"mfu": 90, "file_name": 220})
+    _ui.download(state, runs)
     st.caption("Open a run (its link is ?run=ID):")
     for rid, name, fmt in runs.select("id", "file_name", "format").head(20).iter_rows():
         _ui.page_link(st, f"Run {rid} · {name} ({fmt})", views.links.run(rid), ":material/open_in_new:")
-    _ui.download(state, runs)
     st.stop()
 
-ids = runs["id"].to_list()
-if state.run not in ids:
-    _ui.compute(PAGE, state, db, sortable=False)  # a run that does not exist is said as an error
-    st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
-    st.stop()
-verdict_box = st.container()  # first on the page, filled once the controls below have settled the state
-names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
-c1, c2, c3, c4, c5 = st.columns([3, 3, 2, 2, 2])
+verdict_box = _ui.answer()  # first on the page, filled once the controls below have settled the state
+labels = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
+c1, c2 = st.columns([2, 3])
 run_id = int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key=_ui.key(PAGE, "run"),
-                          format_func=names.__getitem__))
+                          format_func=labels.__getitem__))
 vs = c2.multiselect("Overlay with", [i for i in ids if i != run_id], default=[i for i in state.compared() if i in ids],
-                    key=_ui.key(PAGE, "vs"), format_func=names.__getitem__)
+                    key=_ui.key(PAGE, "vs"), format_func=labels.__getitem__)
+c3, c4, c5, c6 = st.columns([3, 3, 3, 2], vertical_alignment="bottom")
 state = replace(state, run=run_id, vs=tuple(str(i) for i in vs if i != run_id),
                 x=str(c3.segmented_control("Overlay by", rv.X_AXES, default=state.x, key=_ui.key(PAGE, "x")) or state.x),
                 warmup_fraction=float(c4.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01,
                                                 key=_ui.key(PAGE, "wf"))),
-                first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=_ui.key(PAGE, "w0"))))
+                first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=_ui.key(PAGE, "w0"))),
+                log=bool(c6.toggle("Log scale", state.log, key=_ui.key(PAGE, "log"), help="the charts' y axes")))
 _ui.keep_in_url(state)
 with verdict_box:
     show_verdict(db, state.run, state)
 
-steps = _ui.compute(PAGE, state, db, sortable=False)
+steps = _ui.compute(PAGE, state, db)
 row = rv.stored_run(db, state.run)
 st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
@@ -73,26 +73,23 @@ summary = rv.page_summary(state, db, steps)
 if (note := rv.long_run_note(row)) is not None:
     st.caption(note)
 figures = rv.run_figures(db, row)
-headlined = show_headline(db, row, figures, FORMATS)  # an MLPerf result: its time to train and the submission
+headlined = show_headline(db, row, figures, STORED)  # an MLPerf result: its time to train and the submission
 if summary is None and not headlined:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "
             "first; 'derived' marks a figure computed from the ones the file states.", icon=":material/info:")
-    _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
+    _ui.show_table(figures, STORED, key=_ui.key(PAGE, "figures"))
 elif summary is not None:
-    show_steady(db, row, summary, steps, state, FORMATS, PAGE)
+    show_steady(db, row, summary, steps, state, STORED, PAGE)
 if state.compared():
     both = rv.overlay_steps(state, db, steps)
     st.markdown(f"**{state.describe()}**, by {state.x}")
-    grid = st.columns(2)
-    for i, ch in enumerate(c for c in rv.STEP_CHARTS if rv.drawable(both, c)):
-        _ui.chart(charts.spec(charts.overlay, both, ch.column, state.x, ch.title, ch.axis, fmt=ch.fmt), state,
-                  f"overlay-{ch.column}", where=grid[i % 2])
+    _run_charts.overlaid(state, both, rv.run_label(row))
     st.markdown("**Config diff**")
-    _ui.show_table(views.config_diff(db, state.run, *state.compared()), key=_ui.key(PAGE, "diff"))
+    _ui.show_table(views.config_diff(db, state.run, *state.compared()), key=_ui.key(PAGE, "diff"), widths={"key": 300})
 if summary is not None and figures.height and not headlined:
     with st.expander("Figures stored for this run"):
-        _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
-show_claims(db, state.run, FORMATS)
-_ui.download(state, steps)
+        _ui.show_table(figures, STORED, key=_ui.key(PAGE, "figures"))
+show_claims(db, state.run, STORED)
+_ui.download(state, steps, sortable=False)
 _ui.show_formula(PAGE)
 delete_panel(PAGE, state.run)

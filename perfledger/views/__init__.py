@@ -51,8 +51,9 @@ from perfledger.views.output import (
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
+from perfledger.views.run_diff import config_diff
 from perfledger.views.run_figures import nearest_claims, printed_vs_recomputed
-from perfledger.views.runs import RunsView, config_diff, launches, not_steady, run_steps, run_summary
+from perfledger.views.runs import RunsView, launches, not_steady, run_steps, run_summary
 from perfledger.views.scaling import ScalingView, rows_of_kind
 from perfledger.views.sources import SourcesView, source_row
 from perfledger.views.speedups import PRESET_LABELS, SPEEDUP_PRESETS, SpeedupView, caveat_list

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
+from perfledger import names
 from perfledger import urlstate as u
 from perfledger.calc import changepoints
 from perfledger.store.history import CONFIG_COLUMNS, published_figures, run_figures
@@ -19,8 +20,7 @@ from perfledger.store.history import CONFIG_COLUMNS, published_figures, run_figu
 HIGHER_IS_BETTER = {"tokens_per_s_per_device": True, "step_time_s": False, "mfu": True,
                     "model_tflops_per_device": True, "time_to_train_s": False}
 METRICS = tuple(HIGHER_IS_BETTER)
-METRIC_LABELS = {"tokens_per_s_per_device": "Throughput (tokens/s/device)", "step_time_s": "Step time (s)",
-                 "mfu": "MFU", "model_tflops_per_device": "Model TFLOP/s/device", "time_to_train_s": "Time to train (s)"}
+METRIC_LABELS = {m: names.metric_title(m) for m in METRICS}  # each with the unit it reads in: "MFU (%)"
 AXES = ("date", "version")
 FROM_LOG, FROM_INGEST = "log", "ingest (the log printed no date)"
 DEFAULT_THRESHOLD_PCT = 2.0
@@ -56,7 +56,8 @@ class HistoryView:
         picked = [str(v) for v in (self.model, self.accelerator, self.devices or "", self.precision, self.workload,
                                    self.layout, self.framework) if v]
         scope = " · ".join(picked) if picked else "every configuration"
-        return (f"{METRIC_LABELS[self.metric]} over time for {scope}; a run more than {self.threshold:g}% worse than "
+        label = METRIC_LABELS[self.metric]
+        return (f"{label[:1].upper()}{label[1:]} over time for {scope}; a run more than {self.threshold:g}% worse than "
                 f"the median of the {self.window} runs before it is flagged")
 
 
@@ -165,6 +166,16 @@ def table(state: HistoryView, engine: Engine) -> pl.DataFrame:
     out = out.with_columns(worse_than_line.alias("below reference line"))
     return out.rename({"run_id": "run id", "file_name": "file", "framework_version": "framework version",
                        "id": "result id"}).select(list(SCHEMA)).cast(SCHEMA)  # type: ignore[arg-type]
+
+
+def filters_label(state: HistoryView) -> str:
+    """The folded configuration and rule, said on their fold: "Configuration: any · regression: 2% worse than the
+    median of the 5 runs before"."""
+    picked = [str(v) for v in (state.model, state.accelerator, state.devices or "", state.precision, state.workload,
+                               state.layout, state.framework) if v]
+    reference = f" · reference line at {state.reference:g}% of the vendor's figure" if state.reference else ""
+    return (f"Configuration: {' · '.join(picked) or 'any'} · regression: {state.threshold:g}% worse than the median "
+            f"of the {state.window} runs before{reference}")
 
 
 def undated(table_frame: pl.DataFrame) -> int:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
+from perfledger import names, store
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.vocabulary import Metric
 
-PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
-                   ("mfu", "fraction"))
+MFU = Metric.MFU.value
+# The log's own figures: (its key in the run's summary, the metric, the stored unit).
+PRINTED_FIGURES = (("tokens_per_s_per_device", TOKEN_METRIC, "tokens/s/device"),
+                   ("tflops_per_device", TFLOPS_METRIC, "TFLOP/s/device"), ("mfu", MFU, "fraction"))
 PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
                   "relative_difference": pl.Float64(), "convention": pl.String(), "printed_over": pl.String()}
 
@@ -26,20 +29,19 @@ def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
     over = reported.get("printed_over") or {}
     ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
             "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
-    rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
+    rows = [{"figure": metric, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
              "relative_difference": reported.get(f"diff_{name}"),
              "convention": (reported.get("explanation") if name == "tflops_per_device" else None),
              "printed_over": over.get(name, "steady window, median of the per-step figure")}
-            for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
+            for name, metric, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
     return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
 
 
 # Figures stored for a run, in the order a reader looks for them: time to train first.
-FIGURE_ORDER = ("time_to_train_s", "tokens_per_s", TOKEN_METRIC, "samples_per_s", TFLOPS_METRIC, "mfu",
-                "step_time_s", "matmul_tflops")
-FIGURE_LABELS = {"time_to_train_s": "time to train", "tokens_per_s": "tokens/s (all devices)",
-                 TOKEN_METRIC: "tokens/s per device", "samples_per_s": "samples/s", TFLOPS_METRIC: "model TFLOP/s/device",
-                 "mfu": "MFU", "step_time_s": "step time", "matmul_tflops": "matmul TFLOP/s"}
+FIGURE_ORDER = tuple(m.value for m in (Metric.TIME_TO_TRAIN_S, Metric.TOKENS_PER_S, Metric.TOKENS_PER_S_PER_DEVICE,
+                                        Metric.SAMPLES_PER_S, Metric.MODEL_TFLOPS_PER_DEVICE, Metric.MFU,
+                                        Metric.STEP_TIME_S, Metric.MATMUL_TFLOPS))
+FIGURE_LABELS = {m: names.metric_name(m) for m in FIGURE_ORDER}
 
 
 def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:

@@ -3,7 +3,6 @@ for a run without steps); several runs overlaid on the same axes with their conf
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,13 +10,14 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
+from perfledger import names, store
 from perfledger import urlstate as u
 from perfledger.calc import metrics, steady
 from perfledger.calc import steps as steps_calc
 from perfledger.errors import InvalidInput, InvalidQuery
 from perfledger.records import RunRow
 from perfledger.views import long_runs
+from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
 from perfledger.views.columns import reading_order
 from perfledger.views.run_figures import (  # noqa: F401  (the run page's figures, also read as runs.NAME)
     CLAIM_COLUMNS,
@@ -31,9 +31,10 @@ from perfledger.views.run_figures import (  # noqa: F401  (the run page's figure
     printed_vs_recomputed,
     run_figures,
 )
-from perfledger.views.upload import for_the_form
+from perfledger.vocabulary import Metric
 
 X_AXES = ("step", "tokens", "time")  # overlays by step, tokens seen or wall clock
+MFU, TTT_METRIC = Metric.MFU.value, Metric.TIME_TO_TRAIN_S.value
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class RunsView:
     warmup_fraction: float = u.key("wf", 0.1, low=0.0, high=0.5)
     launch: int = u.key("launch", 0, low=0)  # 0: the launch the run is summarised over (its longest)
     usd: float = u.key("usd", 0.0, low=0.0, high=1e6, label="price of a device-hour (USD)")  # goodput per dollar
+    log: bool = u.key("log", False, label="log scale")  # the per-step charts' y axes
     sort: str = u.sort_field()
     desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
@@ -72,7 +74,8 @@ class RunsView:
 def table(state: RunsView, engine: Engine) -> pl.DataFrame:
     """The run list, or (with run=ID) the run's steps labelled warm-up / steady / stall with per-step figures."""
     if not state.run:
-        return runs_list(store.runs(engine))
+        times = store.results(engine, metric=TTT_METRIC, columns=("run_id", "value")).drop_nulls("run_id")
+        return runs_list(store.runs(engine), times)
     return run_steps(state, engine, state.run)
 
 
@@ -80,13 +83,17 @@ IMPORT_FORMATS = ("claims_csv",)  # a row created by one of these is an import o
 
 
 # The run list as a 1440px screen reads it: the run, what it trained on what, and its figures; details to the right.
-RUNS_FIRST = ("id", "file_name", "model", "accelerator", "n_devices", "tokens_per_s_per_device", "mfu",
-              "model_tflops_per_device", "format")
+RUNS_FIRST = ("id", "file_name", "model", "accelerator", "n_devices", TOKEN_METRIC, MFU, TFLOPS_METRIC, TTT_METRIC,
+              "format")
 
 
-def runs_list(frame: pl.DataFrame) -> pl.DataFrame:
-    """The run list without claim imports: those are listed as imports of their source on the Sources page."""
-    return reading_order(frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS))), RUNS_FIRST)
+def runs_list(frame: pl.DataFrame, times: pl.DataFrame) -> pl.DataFrame:
+    """The run list without claim imports (those are listed as imports of their source on the Sources page), with
+    each run's stored time to train (`times`: run_id, value): an MLPerf result has no steps, and that is its figure."""
+    timed = times.group_by("run_id").agg(pl.col("value").first().alias(TTT_METRIC)).rename({"run_id": "id"})
+    listed = frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS))).join(timed, on="id", how="left",
+                                                                                maintain_order="left")
+    return reading_order(listed, RUNS_FIRST)
 
 
 def imported(row: RunRow) -> bool:
@@ -95,8 +102,10 @@ def imported(row: RunRow) -> bool:
 
 
 def unlisted_note(engine: Engine, run_id: int) -> str:
-    """What a run id missing from the run list is: an import of published figures (InvalidQuery when no such run)."""
-    row = stored_run(engine, run_id)
+    """What a run id missing from the run list is: an import of published figures, or no run at all."""
+    row = store.run(engine, run_id)
+    if row is None:
+        return f"There is no run {run_id}: it was never ingested, or it was deleted. The runs stored are listed below."
     source = f" of source {row.source_id}" if row.source_id else ""
     return (f"Item {row.id} ({row.file_name}) is an import of published figures{source}, not a run: the Sources "
             "page lists it with its figures." if imported(row) else f"Run {row.id} is not in the run list.")
@@ -105,7 +114,7 @@ def unlisted_note(engine: Engine, run_id: int) -> str:
 def stored_run(engine: Engine, run_id: int) -> RunRow:
     row = store.run(engine, run_id)
     if row is None:
-        raise InvalidQuery(f"there is no run {run_id}; the Runs page lists the ingested runs")
+        raise InvalidQuery(f"there is no run {run_id}: it was never ingested, or it was deleted")
     return row
 
 
@@ -216,7 +225,7 @@ def steady_window(summary: steady.SteadyState | None) -> tuple[int, int] | None:
 
 # The header of a run: (label, config keys joined) in reading order.
 HEADER = (("model", ("model",)), ("accelerator", ("accelerator",)), ("devices", ("n_devices",)),
-          ("parallelism", ("tp", "pp", "dp", "cp", "ep")), ("global / micro batch", ("global_batch", "micro_batch")),
+          ("parallelism", ("tp", "pp", "dp", "cp", "ep")), ("batch (global/micro)", ("global_batch", "micro_batch")),
           ("precision", ("precision",)), ("seq len", ("seq_len",)), ("framework", ("framework", "framework_version")),
           ("workload", ("workload",)))
 
@@ -245,43 +254,24 @@ def _joined(config: dict[str, Any], keys: tuple[str, ...]) -> str:
     if all(v is None for v in values):
         return "—"
     text = [f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else ("—" if v is None else str(v)) for v in values]
-    return " / ".join(text) if keys[0] == "global_batch" else " ".join(t for t in text if t != "—")
+    return "\u00a0/\u00a0".join(text) if keys[0] == "global_batch" else " ".join(t for t in text if t != "—")
 
 
 def overlay_steps(state: RunsView, engine: Engine, main: pl.DataFrame) -> pl.DataFrame:
     """The run's steps and those of each compared run stacked, each labelled "#ID file", for charts by step or
     by tokens seen (each run's own steady rule is the default one unless it is the run shown)."""
-    frames = [main.with_columns(pl.lit(_label(stored_run(engine, state.run))).alias("run"))]
+    frames = [main.with_columns(pl.lit(run_label(stored_run(engine, state.run))).alias("run"))]
     for other in state.compared():
         steps = run_steps(RunsView(run=other), engine, other)
-        frames.append(steps.with_columns(pl.lit(_label(stored_run(engine, other))).alias("run")))
+        frames.append(steps.with_columns(pl.lit(run_label(stored_run(engine, other))).alias("run")))
     return pl.concat(frames, how="diagonal_relaxed")
 
 
-def _label(row: RunRow) -> str:
+def run_label(row: RunRow) -> str:
+    """A run as the overlaid charts name it: "#4 file.log"."""
     return f"#{row.id} {row.file_name}"
 
 
-def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
-    """Config keys (and steady-state summary figures) across runs, one column per run; `differs` marks the keys
-    whose values are not all the same, listed first."""
-    rows = [stored_run(engine, i) for i in run_ids]
-    flat = [{**{f"config.{k}": v for k, v in r.config.items()},
-             **{f"summary.{k}": v for k, v in (r.summary or {}).items()}} for r in rows]
-    keys = sorted(set().union(*flat)) if flat else []
-    columns = [f"run {i}" for i in run_ids]
-    data = [{"key": k, **{c: _text(f.get(k)) for c, f in zip(columns, flat, strict=True)},
-             "differs": len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flat}) > 1} for k in keys]
-    schema = {"key": pl.String(), **{c: pl.String() for c in columns}, "differs": pl.Boolean()}
-    return pl.DataFrame(data, schema=schema).sort("differs", descending=True, maintain_order=True)  # what moved on top
-
-
-def _text(v: Any) -> str | None:
-    """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
-    read as the upload form's selectors."""
-    if isinstance(v, float):  # a computed summary figure to 6 significant digits, not 0.005802446394482372
-        v = float(f"{v:.6g}")
-    return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
 
 
 @dataclass(frozen=True)
@@ -292,17 +282,15 @@ class StepChart:
     title: str
     axis: str
     printed: str | None = None
-    fmt: str = ",.4g"
+    steady: bool = True  # a figure with a steady level (its axis spans the steady window); not a loss
 
 
 STEP_CHARTS = (
-    StepChart("tokens_per_s_per_device", "Tokens/s per device", "tokens/s per device",
-              "reported_tokens_per_s_per_device", ",.0f"),
-    StepChart("model_tflops_per_device", "Model TFLOP/s per device", "TFLOP/s per device",
-              "reported_tflops_per_device", ",.1f"),
-    StepChart("mfu", "MFU (of the dense peak)", "MFU (%)", "reported_mfu", ".1%"),
-    StepChart("loss", "Loss", "loss", None, ",.3f"),
-    StepChart("step_time_s", "Step time", "step time (s)", None, ",.3f"),
+    StepChart(TOKEN_METRIC, "Tokens/s per device", names.metric_title(TOKEN_METRIC), "reported_tokens_per_s_per_device"),
+    StepChart(TFLOPS_METRIC, "Model TFLOP/s per device", names.metric_title(TFLOPS_METRIC), "reported_tflops_per_device"),
+    StepChart(MFU, "MFU (of the dense peak)", names.metric_title(MFU), "reported_mfu"),
+    StepChart("loss", "Loss", "loss", None, steady=False),
+    StepChart(Metric.STEP_TIME_S.value, "Step time", names.metric_title(Metric.STEP_TIME_S.value), None),
 )
 
 

@@ -7,13 +7,14 @@ from typing import Any
 
 import polars as pl
 
+from perfledger import numbers
 from perfledger.calc.compare import Verdict
 from perfledger.calc.goodput import PART_LABELS, Goodput
 
 
-def number(value: float | None, fmt: str = ",.0f", unit: str = "") -> str:
-    """A figure as shown beside its label; "—" when there is none."""
-    return "—" if value is None else f"{value:{fmt}}{unit}"
+def number(value: float | None, unit: str = "") -> str:
+    """A derived figure as shown beside its label (perfledger.numbers: a share in %); "—" when there is none."""
+    return numbers.percent_text(value) if unit == "%" else numbers.text(value, unit)
 
 
 def headline_items(v: Verdict) -> list[tuple[str, str, str]]:
@@ -27,13 +28,13 @@ def headline_items(v: Verdict) -> list[tuple[str, str, str]]:
     derived = " (derived)" if h.time_to_train_s is not None else ""  # from a result file's time to train
     items = [(f"Tokens/s per device{derived}", number(h.tokens_per_s_per_device), "steady window: tokens / time / "
               "devices" if not derived else "trained tokens over the time to train, per device: not an MLPerf metric"),
-             (f"Model TFLOP/s per device{derived}", number(h.model_tflops_per_device, ",.1f"), flops),
-             ("MFU", number(h.mfu, ".1%"), mfu_help)]
+             (f"Model TFLOP/s per device{derived}", number(h.model_tflops_per_device), flops),
+             ("MFU", number(h.mfu, "%"), mfu_help)]
     if h.time_to_train_s is not None:
-        items.insert(0, ("Time to train (this result file)", number(h.time_to_train_s / 60, ",.2f", " min"),
+        items.insert(0, ("Time to train (this result file)", number(h.time_to_train_s / 60, "min"),
                          "run_stop - run_start of the file; a score needs a campaign of one submitter's system"))
     ratio = v.published.ratio if v.published else None
-    items.append((f"Of the {v.published.label if v.published else 'published'} figure", number(ratio, ".1%"),
+    items.append((f"Of the {v.published.label if v.published else 'published'} figure", number(ratio, "%"),
                   v.sentence()))
     return items
 
@@ -55,7 +56,7 @@ def lines(v: Verdict) -> list[str]:
     for c in v.comparable:
         out.append(f"  {'*' if c.chosen else ' '} result {c.result_id} {c.source_id} {c.framework_version or '-'} "
                    f"{c.precision_recipe or ''} {c.n_devices} devices: {c.value:,.0f} tokens/s/device "
-                   f"({number(c.ratio, '.1%')}); TFLOP/s {number(c.tflops, ',.0f')} [audit: {c.audit_verdict}]")
+                   f"({number(c.ratio, '%')}); TFLOP/s {number(c.tflops)} [audit: {c.audit_verdict}]")
     if v.differences:
         out.append("  differs in: " + "; ".join(d.describe() for d in v.differences))
     if v.gap is not None:

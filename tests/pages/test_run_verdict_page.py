@@ -42,8 +42,8 @@ def test_the_verdict_comes_first_with_the_published_figure_it_compares_with(
     assert not at.exception, [e.value for e in at.exception]
     assert at.subheader[0].value.replace("\\", "").startswith(f"Verdict: run {run_id} · llama3-8b on 8 × b200")
     first = [(m.label, m.value) for m in at.metric[:4]]
-    assert first == [("Tokens/s per device", "30,299"), ("Model TFLOP/s per device", "1,754.7"), ("MFU", "39.0%"),
-                     ("Of the published figure", "98.9%")]
+    assert first == [("Tokens/s per device", "30,298.7"), ("Model TFLOP/s per device", "1,754.68"),
+                     ("MFU", "38.993%"), ("Of the published figure", "98.9378%")]  # derived: 6 significant digits
     said = _said(at)
     assert "98.9% of the published 30,624 tokens/s per device (result" in said
     assert "MFU against 4500 TFLOP/s dense fp8 per GPU (b200)" in said
@@ -61,7 +61,7 @@ def test_the_identity_form_corrects_the_run_and_every_page_reads_the_new_values(
     at = next(b for b in at.button if b.label == "Correct and recompute").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     assert f"run {run_id}: corrected model: None -> llama3-8b" in _said(at)
-    assert [m.value for m in at.metric if m.label == "Model TFLOP/s per device"] == ["1,754.7"]
+    assert [m.value for m in at.metric if m.label == "Model TFLOP/s per device"] == ["1,754.68"]
     kept = corrections(store.engine_from_url(url), run_id)
     assert kept["field"].to_list() == ["model"] and kept["reason"].to_list() == ["the recipe's model"]
     listed = open_page("runs").dataframe[0].value
