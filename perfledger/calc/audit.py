@@ -35,6 +35,7 @@ DEFAULT_TOLERANCE = 0.02
 DEFAULT_MFU_CEILING = 0.70
 VERDICTS = ("consistent", "other convention", "inconsistent", "unchecked")
 CLAIM_METRIC = "model_tflops_per_device"
+RELATION = "model_tflops_per_device = tokens_per_s_per_device x FLOPs per token / 1e12"
 THROUGHPUT_METRIC = "tokens_per_s_per_device"
 MATCH_KEYS = ("source_id", *pairing.CONFIG_COLUMNS)
 # what audit_claims reads of a result row (the _model/_accelerator keys are made from the ids and printed names)

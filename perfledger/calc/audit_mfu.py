@@ -25,7 +25,8 @@ from perfledger.errors import InvalidInput
 CLAIM_METRICS = ("mfu", "hfu")
 HFU_FACTOR = 4 / 3
 DEFAULT_RULE = audit.AuditRule()
-AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String()}
+AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String(),
+                                          "relation": pl.String()}  # the relation a verdict used, as a formula
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,15 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
             "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
             "verdict": verdict, "plausibility": plausibility, "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
             "mfu_at_stated_precision": reported if claim["metric"] == "mfu" else None,
-            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason, "inputs": None}
+            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason,
+            "inputs": None, "relation": _relation(claim["metric"], tps, tflops)}
+
+
+def _relation(metric: str, tps: float | None, tflops: float | None) -> str:
+    """The relation an MFU or HFU claim is recomputed by, from the basis it has."""
+    basis = ("tokens_per_s_per_device x FLOPs per token / 1e12" if tps is not None
+             else "model_tflops_per_device" if tflops is not None else "model TFLOP/s")
+    return f"{metric} = {basis} / dense peak at the precision" + (" x 4/3" if metric == "hfu" else "")
 
 
 def plausibility_of(claim: Mapping[str, Any], peaks: Mapping[str, float] | str,
