@@ -82,6 +82,7 @@ model = Table(
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
     Column("head_dim", Integer),  # attention head width when heads x head_dim is not hidden (Qwen3, Gemma)
+    Column("shape_detail", Text),  # "key=value; ..." a FLOPs count needs beyond these columns (calc/shape_detail.py)
 )
 
 run = Table(

@@ -253,7 +253,7 @@ def implausible_ids(claims: pl.DataFrame, accelerators: pl.DataFrame, rule: Audi
     return [int(i) for i in frame.filter(_plausibility(rule) == "implausible")["id"].to_list()]
 
 
-_EXPLAIN_COLUMNS = ("verdict", "model_id", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
+_EXPLAIN_COLUMNS = ("verdict", "_model", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
                     "_tier", "_src_same", "recomputed", "_peak_note",
                     "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload")
 PEFT_WORKLOADS = ("lora_finetune",)
@@ -295,13 +295,23 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
 
 
 def no_architecture(model_id: str | None) -> str:
-    """Why a claim's FLOPs are unknown; a claim that names no model says so (never Python's None).
+    """Why a claim's FLOPs are unknown: a catalog model with no shape, a printed name no catalog row claims
+    ("as printed: NAME", pairing's model key), or no model at all (never Python's None).
 
-    >>> no_architecture("zoo-1b"), no_architecture(None)
-    ("no architecture for model 'zoo-1b' in the catalog: FLOPs unknown", 'no model named: FLOPs unknown')
+    >>> no_architecture("zoo-1b")
+    "no architecture for model 'zoo-1b' in the catalog: FLOPs unknown"
+    >>> no_architecture("as printed: gemma4-26b")
+    "model 'gemma4-26b' is not in the catalog: FLOPs unknown (python -m perfledger resolve list)"
     """
-    return "no model named: FLOPs unknown" if model_id is None else \
-        f"no architecture for model {model_id!r} in the catalog: FLOPs unknown"
+    if model_id is None:
+        return "no model named: FLOPs unknown"
+    if model_id.startswith(AS_PRINTED):
+        return (f"model {model_id.removeprefix(AS_PRINTED)!r} is not in the catalog: FLOPs unknown "
+                "(python -m perfledger resolve list)")
+    return f"no architecture for model {model_id!r} in the catalog: FLOPs unknown"
+
+
+AS_PRINTED = "as printed: "  # pairing's key of a name no catalog row claims
 
 
 def _peft_reason(ratio: float) -> str:

@@ -58,6 +58,10 @@ def figures_by_config(results: pl.DataFrame, metrics: list[str]) -> Basis:
     keys = pairing.config_keys(results, with_source=False)
     value = pl.col("value").cast(pl.Float64)
     rows = results.filter(pl.col("metric").is_in(metrics), value > 0, value.is_not_nan())  # NaN sorts above 0
+    if "workload" in rows.columns:  # an RL step's throughput is no training rate: nothing is recomputed from it
+        rl_rate = (pl.col("workload").fill_null("") == pairing.RL_WORKLOAD) \
+            & pl.col("metric").is_in(["tokens_per_s_per_device", "tokens_per_s"])
+        rows = rows.filter(~rl_rate)
     out: list[dict[tuple[Any, ...], dict[str, tuple[float, str]]]] = []
     for extra in (["source_id", "locator"], ["source_id"], []):
         firsts = (rows.group_by([*keys, *extra, "metric"], maintain_order=True)

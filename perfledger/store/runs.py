@@ -24,7 +24,8 @@ ADDED_COLUMNS: tuple[tuple[sa.Table, str], ...] = ((schema.step, "launch"), (sch
                                                    (schema.step, "training_s"),
                                                    (schema.result, "precision_as_printed"),
                                                    (schema.result, "attributes"), (schema.model, "head_dim"),
-                                                   (schema.result, "printed"), (schema.result, "unread"))
+                                                   (schema.result, "printed"), (schema.result, "unread"),
+                                                   (schema.model, "shape_detail"))
 
 
 def add_missing_columns(conn: Connection) -> list[str]:

@@ -76,7 +76,7 @@ def upgrade(conn: Connection) -> list[str]:
 
 # --- run date: the run's own date (schema.run.ran_at) ---
 ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"), (schema.result, "printed"),
-                                          (schema.result, "unread"))
+                                          (schema.result, "unread"), (schema.model, "shape_detail"))
 
 
 def add_columns(conn: Connection) -> list[str]:

@@ -21,6 +21,7 @@ from perfledger.calc.audit import (
     PEFT_WORKLOADS,
     AuditRule,
     _peft_reason,
+    no_architecture,
     relative_difference,
 )
 from perfledger.errors import InvalidInput
@@ -100,9 +101,7 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flop
                  rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
     f = flops.per_token(claim, rule.formula)
     if f is None:
-        model = claim.get("model_id")
-        notes.append("no model named: FLOPs unknown" if model is None else
-                     f"no architecture for model {model!r} in the catalog: FLOPs unknown")
+        notes.append(no_architecture(claim.get("_model")))
         return "unchecked"
     tier, pairs = throughput.nearest_tier(claim, rule.cross_source)
     if not pairs:
