@@ -359,7 +359,9 @@ def read_metric(text: str) -> Metric | None:
     (<Metric.STEP_TIME_S: 'step_time_s'>, <Metric.TOKENS_PER_S_PER_DEVICE: 'tokens_per_s_per_device'>)
     """
     names = metric_name_table()
-    return names.get(_key(text)) or metric_of_unit(text) or names.get(_key(_without_asides(text)))
+    aside = unit_in_name(text) if "(" in text else None  # "Throughput (tok/s/GPU)": the unit says which throughput
+    return (names.get(_key(text)) or metric_of_unit(text) or (metric_of_unit(aside) if aside else None)
+            or names.get(_key(_without_asides(text))))
 
 
 def unit_in_name(text: str) -> str | None:

@@ -124,6 +124,13 @@ def with_input_rows(table_frame: pl.DataFrame) -> pl.DataFrame:
     return table_frame.with_columns(pl.Series("input_source", first, dtype=pl.String))
 
 
+def to_resolve(engine: Engine) -> pl.DataFrame:
+    """The cells and names imports could not read yet, each once with its rows and the command that answers it
+    (store.to_resolve; `python -m perfledger resolve list` prints the same): a section under the audit, since an
+    unread unit or name is a figure the audit cannot check yet."""
+    return store.to_resolve(engine)
+
+
 def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in table_frame.group_by("verdict").len().iter_rows()}
 
