@@ -20,7 +20,8 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     _ui.describe(state)
     detail = _ui.compute(PAGE, state, db, sortable=False)
     said = dict(zip(detail["field"].to_list(), detail["value"].to_list(), strict=True))  # the last of a repeated field
-    st.markdown(_ui.plain(f"{said['metric']} = {said['value']} {said['unit'] or ''} · {said['evidence'] or ''} · "
+    shown = said["value"] if said["value"] is not None else "not a number (kept as printed)"
+    st.markdown(_ui.plain(f"{said['metric']} = {shown} {said['unit'] or ''} · {said['evidence'] or ''} · "
                           f"{said['locator'] or 'no locator'}"))
     if said.get("source_id"):
         _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from perfledger.catalog.names import GENERIC_WORDS, normalize_name, printed_size, without_parens
 from perfledger.catalog.record import Catalog, parse_aliases
 
+TYPO = 0.9  # a whole name this close in spelling to an id of its family and generation is that id mistyped
 SAME_SIZE = 0.07  # |log2(size / other)|: within about 5% is the same size ("70B" is 68.98B, "30B" is not 32B)
 _SIZE = re.compile(r"(?<![a-z0-9.])(?:\d+\s*x\s*)?\d+(?:\.\d+)?\s*[kmbt](?![a-z])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -123,10 +124,11 @@ def nearest_models(name: str, catalog: Catalog, n: int = 3) -> tuple[str, ...]:
             continue
         if family is not None and gen is not None and their_gen is not None and gen != their_gen:
             continue
-        distance = _size_distance(size, their_size)
+        spelling = _spelling(name, ident)
+        distance = -1.0 if spelling >= TYPO else _size_distance(size, their_size)  # an id mistyped: "inhouse-77b"
         if distance is None:
             continue
-        candidates.append((distance, -_spelling(name, ident), ident))
+        candidates.append((distance, -spelling, ident))
     return tuple(ident for *_, ident in sorted(candidates)[:n])
 
 
