@@ -46,13 +46,14 @@ def audit_relations(results: pl.DataFrame, rule: audit.AuditRule = DEFAULT_RULE,
 
 
 def _printed_rows(results: pl.DataFrame) -> pl.DataFrame:
-    """The results' rate figures with positive values, numbered by printed row (source, locator, configuration)."""
+    """The published rate figures with positive values, numbered by printed row (source, locator, configuration)."""
     frame = pairing.with_config_keys(results).filter(~pl.col("_derived"))
     for name in (*COLUMNS, "attributes", "workload", "locator"):
         if name not in frame.columns:
             frame = frame.with_columns(pl.lit(None).alias(name))
     value = pl.col("value").cast(pl.Float64)
-    frame = frame.filter(pl.col("metric").is_in(RATES), value > 0, value.is_finite())
+    frame = frame.filter(pl.col("metric").is_in(RATES), value > 0, value.is_finite(),
+                         pl.col("source_id").is_not_null())  # a run's own figures: its page recomputes them
     keys = ["source_id", "locator", *pairing.config_keys(frame, with_source=False)]
     return frame.with_columns(_group=pl.struct(keys).rank("dense"))
 

@@ -144,7 +144,7 @@ def same_figure_pairs(rows: Iterable[Row], first: str, second: str, *,
     mine: dict[tuple[Any, ...], list[Row]] = {}
     theirs: list[Row] = []
     for r in rows:
-        if any(r[c] is None for c in SAME_FIGURE) or r.get("value") is None:  # a cell kept as printed: no figure
+        if any(r[c] is None for c in SAME_FIGURE) or ("value" in r and r["value"] is None):  # kept as printed
             continue
         if r["accelerator_id"] == first:
             mine.setdefault(_pair_key(r, same_source), []).append(r)
