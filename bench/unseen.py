@@ -1,13 +1,18 @@
-"""Measure how many held-out real logs (tests/fixtures/unseen) the ingest code reads right.
+"""Measure how many held-out real logs (a folder with a manifest.csv) the ingest code reads right.
 
-For each row of tests/fixtures/unseen/manifest.csv this runs
+For each row of FOLDER/manifest.csv this runs
 `python -m ingest FILE --json --db duckdb:///<fresh tmp>/s.duckdb [--devices N]`
 (empty stdout, or a JSON object with `error` / no `format`, counts as refused)
-and compares the log's own steady-state figure (own_value, worked out by hand from
-the values the log prints) with the figure the product recomputed.  Only recomputed
-figures count: a value that is merely echoed in `reported` is not a match.
+and scores four things:
+- the format is read (not refused);
+- the log's own steady-state figure (own_value, worked out by hand from the values the log prints) is
+  recomputed within 1%; only recomputed figures count, a value merely echoed in `reported` is not a match
+  (`--devices` is passed only from the `devices` column, which some per-device figures need);
+- where the manifest has a `model` (a catalog id the log names), the stored config's `model` equals it;
+- where the manifest has `devices_stated`, the stored config's `n_devices` equals it, read from a run given
+  no `--devices` hint (the point is whether the product reads the count from the log).
 
-Usage: python bench/unseen.py [--json]      (always exits 0)
+Usage: python bench/unseen.py [--dir FOLDER] [--json]      (default tests/fixtures/unseen; always exits 0)
 """
 from __future__ import annotations
 
@@ -77,12 +82,26 @@ def product_value(obj: dict[str, Any], metric: str) -> tuple[float | None, str]:
     return None, "no figure"
 
 
-def measure(row: dict[str, str]) -> dict[str, Any]:
+def identity_checks(row: dict[str, str], obj: dict[str, Any] | None) -> dict[str, Any]:
+    """The model and device count the product stored, against the manifest's (None where the manifest has none)."""
+    config: dict[str, Any] = (obj or {}).get("config") or {}
+    model, devices = (row.get("model") or "").strip(), (row.get("devices_stated") or "").strip()
+    got_devices = config.get("n_devices")
+    return {"model_expected": model or None, "model_got": config.get("model"),
+            "model_ok": (config.get("model") == model) if model else None,
+            "devices_expected": int(devices) if devices else None, "devices_got": got_devices,
+            "devices_ok": (got_devices == int(devices)) if devices else None}
+
+
+def measure(row: dict[str, str], folder: Path) -> dict[str, Any]:
     own = float(row["own_value"])
-    obj, reason = run_ingest(UNSEEN / row["file"], row.get("devices", "").strip())
+    hint = row.get("devices", "").strip()
+    obj, reason = run_ingest(folder / row["file"], hint)
+    plain = run_ingest(folder / row["file"], "")[0] if hint and (row.get("devices_stated") or "").strip() else obj
     rec: dict[str, Any] = {"file": row["file"], "framework": row["framework"], "kind": row["kind"],
                            "metric": row["own_metric"], "own": own, "read": obj is not None,
                            "format": None, "product": None, "rel_diff": None, "ok": False, "note": reason}
+    rec |= identity_checks(row, plain if plain is not None and not plain.get("error") else None)
     if obj is not None and (obj.get("error") or not obj.get("format")):
         rec["read"] = False  # a JSON object that says the file was refused
         msg = str(obj.get("error") or "no format detected").split(" (known:")[0]
@@ -103,13 +122,26 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
 
+def identity_text(expected: object, got: object, ok: bool | None) -> str:
+    if ok is None:
+        return "-"
+    return "OK" if ok else f"FAIL (want {expected}, got {got})"
+
+
+def share(records: list[dict[str, Any]], key: str) -> str:
+    scored = [r[key] for r in records if r[key] is not None]
+    return f"{sum(scored)} of {len(scored)}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=UNSEEN, help="folder with the logs and their manifest.csv")
     ap.add_argument("--json", action="store_true", help="print the per-file records as a JSON list")
     args = ap.parse_args()
-    with open(UNSEEN / "manifest.csv", newline="", encoding="utf-8") as fh:
+    folder = args.dir if args.dir.is_absolute() else ROOT / args.dir
+    with open(folder / "manifest.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    records = [measure(r) for r in rows]
+    records = [measure(r, folder) for r in rows]
     if args.json:
         print(json.dumps(records, indent=1))
         return 0
@@ -118,10 +150,14 @@ def main() -> int:
         diff = "-" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.2f}%"
         tail = "" if r["ok"] or not r["read"] or not r["note"] else f"  ({r['note']})"
         print(f"{r['file']:<62} {fmt_read:<28} {r['metric']:<16} own={fmt(r['own']):<12} "
-              f"product={fmt(r['product']):<12} diff={diff:<9} {'OK' if r['ok'] else 'FAIL'}{tail}")
+              f"product={fmt(r['product']):<12} diff={diff:<9} {'OK' if r['ok'] else 'FAIL'}{tail}"
+              f"  model: {identity_text(r['model_expected'], r['model_got'], r['model_ok'])}"
+              f"  devices: {identity_text(r['devices_expected'], r['devices_got'], r['devices_ok'])}")
     n = len(records)
     print(f"read: {sum(r['read'] for r in records)} of {n}")
     print(f"within 1%: {sum(r['ok'] for r in records)} of {n}")
+    print(f"model (where the log names one in the catalog): {share(records, 'model_ok')}")
+    print(f"devices (where the log states the count): {share(records, 'devices_ok')}")
     return 0
 
 
