@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from perfledger.quantities import words
+from perfledger.quantities import parse_unit, unit_in_name, words
 from perfledger.resolutions import Answers
 from perfledger.vocabulary import (
     Evidence,
@@ -26,7 +26,6 @@ from perfledger.vocabulary import (
     read_metric,
     read_precision,
     unit_factor,
-    unit_in_name,
     unit_peak,
 )
 
@@ -96,13 +95,36 @@ def printed_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+_WITH_UNIT = re.compile(r"\s*([-+]?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?)\s*([^\d\s(<].*?)\s*")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(d|h|m|min|s)\b")
+_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "min": 60.0, "s": 1.0}
+
+
+def number_with_unit(text: str) -> tuple[float, str] | None:
+    """A number printed with its unit in the cell ("55,000 TPS" -> (55000, "TPS"), "0.8 s"), when the rest reads
+    as a unit; a duration in parts ("7h 58m", its aside "(1.72x)" aside) in seconds. None for anything else."""
+    head = re.split(r"<br\s*/?>|\(", text, maxsplit=1)[0].strip()
+    parts = _DURATION.findall(head)
+    if len(parts) > 1 and _DURATION.sub("", head).strip() == "":
+        return sum(float(n) * _SECONDS[u] for n, u in parts), "s"
+    found = _WITH_UNIT.fullmatch(head)
+    if found is None or (number := printed_number(found.group(1))) is None:
+        return None
+    unit = found.group(2)
+    return (number, unit) if unit == "%" or parse_unit(unit) is not None else None
+
+
 def read_cells(cells: Cells, answers: Answers) -> Reading:
     """Every cell read, answers first (data/resolutions.csv), then the vocabulary; nothing raises."""
     unread: dict[str, str] = {}
     notes: list[str] = []
     metric = _metric(cells.metric, answers)
-    unit = answers.get("unit", _unit_text(cells)) or _unit_text(cells)
     number = printed_number(cells.value)
+    if number is not None or (with_unit := number_with_unit(cells.value)) is None:
+        unit = answers.get("unit", _unit_text(cells)) or _unit_text(cells)
+    else:  # the cell prints its own unit: it is the unit of this figure, whatever the header says
+        number, unit = with_unit[0], answers.get("unit", with_unit[1]) or with_unit[1]
+        notes.append(f"value as printed: {cells.value.strip()}")
     factor = unit_factor(metric, unit) if metric is not None else None
     if metric is None:
         unread["metric"] = cells.metric

@@ -69,7 +69,9 @@ def meaning(header: str) -> str | None:
     >>> meaning("#-GPUs"), meaning("G-Average Seq len"), meaning("Activation checkpointing")
     ('n_devices', 'avg_seq_len', None)
     """
-    return column_names().get(header_key(header))
+    from perfledger.quantities import plain_header
+
+    return column_names().get(header_key(header)) or column_names().get(header_key(plain_header(header)))
 
 
 def quantities_of(attributes: str | Mapping[str, str] | None) -> dict[str, str]:

@@ -132,6 +132,52 @@ def parse_unit(text: str | None) -> UnitReading | None:
     return _assemble(parts, count)
 
 
+_FOOTNOTE = re.compile(r"\[\^[^\]]*\]|<sup>.*?</sup>|[*\u2020\u2021\u00b9\u00b2\u00b3\u2070-\u2079]+(?=\s*(?:\(|$))")
+_BRACKETS = str.maketrans({"[": "(", "]": ")", "\uff08": "(", "\uff09": ")", "{": "(", "}": ")"})
+_NOT_THE_FIGURE = frozenset({"speedup", "vs", "versus", "ratio", "relative", "improvement", "gain", "increase",
+                             "difference", "delta", "over", "reduction", "peak", "theoretical", "hardware",
+                             "hw"})  # "Speedup vs tokens/s", "Peak TFLOPS/GPU": another figure than the row's
+
+
+def plain_header(text: str) -> str:
+    """A printed header without its footnote markers, its brackets as parentheses: "Throughput[^1]" ->
+    "Throughput", "Performance [seq/sec]" -> "Performance (seq/sec)", full-width "吞吐（tokens/s）" alike."""
+    return _FOOTNOTE.sub("", text).translate(_BRACKETS).strip()
+
+
+def unit_suffix(text: str) -> str | None:
+    """The rate unit a header ends with after words that qualify it ("Vanilla TP tokens/sec" -> "tokens/sec",
+    "Model TFLOP / sec / GPU" -> "TFLOP / sec / GPU"): the longest such ending that reads as a rate; None when
+    the words before it say the figure is another one's ratio ("Speedup vs tokens/s")."""
+    spaced = re.sub(r"\s*/\s*", " / ", text.strip())
+    tokens = spaced.split()
+    for start in range(1, len(tokens)):
+        ending = " ".join(tokens[start:])
+        if "/" not in ending and " per " not in f" {ending.lower()} ":
+            continue
+        reading = parse_unit(ending)
+        if reading is not None and reading.per_time_s is not None:
+            lead = {t.lower().strip(",:;") for t in tokens[:start]}
+            return None if lead & _NOT_THE_FIGURE else ending
+    return None
+
+
+def unit_in_name(text: str) -> str | None:
+    """The unit a printed metric name carries: the name itself when it is a unit ("Tokens/sec/chip"), else its
+    aside in parentheses when that reads as a unit ("Total Step time(s)" -> "s"); None otherwise.
+
+    >>> unit_in_name("Total Step time(s)"), unit_in_name("TFLOPs/sec/chip"), unit_in_name("MFU")
+    ('s', 'TFLOPs/sec/chip', None)
+    """
+    if parse_unit(text) is not None:
+        return text.strip()
+    asides = [a.strip() for a in text[text.find("(") + 1:].split(")")[:1]] if "(" in text else []
+    found = next((a for a in asides if a and parse_unit(a) is not None), None)
+    if found is None and (plain := plain_header(text)) != text:
+        return unit_in_name(plain)
+    return found or unit_suffix(text)
+
+
 def _split_asides(text: str) -> tuple[str, list[str]]:
     asides = re.findall(r"\(([^()]*)\)", text)
     return re.sub(r"\([^()]*\)", " ", text), asides

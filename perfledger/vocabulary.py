@@ -358,25 +358,15 @@ def read_metric(text: str) -> Metric | None:
     >>> read_metric("Total Step time(s)"), read_metric("Tokens / sec / GPU")
     (<Metric.STEP_TIME_S: 'step_time_s'>, <Metric.TOKENS_PER_S_PER_DEVICE: 'tokens_per_s_per_device'>)
     """
+    from perfledger.quantities import plain_header, unit_in_name, unit_suffix
+
     names = metric_name_table()
     aside = unit_in_name(text) if "(" in text else None  # "Throughput (tok/s/GPU)": the unit says which throughput
-    return (names.get(_key(text)) or metric_of_unit(text) or (metric_of_unit(aside) if aside else None)
-            or names.get(_key(_without_asides(text))))
-
-
-def unit_in_name(text: str) -> str | None:
-    """The unit a printed metric name carries: the name itself when it is a unit ("Tokens/sec/chip"), else its
-    aside in parentheses when that reads as a unit ("Total Step time(s)" -> "s"); None otherwise.
-
-    >>> unit_in_name("Total Step time(s)"), unit_in_name("TFLOPs/sec/chip"), unit_in_name("MFU")
-    ('s', 'TFLOPs/sec/chip', None)
-    """
-    from perfledger.quantities import parse_unit
-
-    if parse_unit(text) is not None:
-        return text.strip()
-    asides = [a.strip() for a in text[text.find("(") + 1:].split(")")[:1]] if "(" in text else []
-    return next((a for a in asides if a and parse_unit(a) is not None), None)
+    found = (names.get(_key(text)) or metric_of_unit(text) or (metric_of_unit(aside) if aside else None)
+             or names.get(_key(_without_asides(text))))
+    if found is None and (plain := plain_header(text)) != text:
+        return read_metric(plain)
+    return found or (metric_of_unit(ending) if (ending := unit_suffix(text)) else None)
 
 
 _EVIDENCE_WORDS: dict[Evidence, tuple[str, ...]] = {

@@ -159,6 +159,11 @@ def claim_record(row: dict[str, str], per_figure: frozenset[str], given: Answers
              *reading.notes, *(f"{k}: {v}" for k, v in extras.items() if k in per_figure)]
     source_id = row.get("source_id") or _slug(row.get("source_title", "")) or _slug(file_name)
     ints = {name: _int(row.get(name, "")) for name in INT_CONFIG}
+    for header, cell in config.items():  # "Parallelism: TP=32 DP=32 PP=1": each part its column, where it has none
+        filled = {name: number for name, number in compound_cell(cell).items() if ints[name] is None}
+        if filled:
+            ints |= filled
+            notes.append(", ".join(f"{n} {v}" for n, v in filled.items()) + f" read from {header}: {cell}")
     record = ResultRecord(
         metric=reading.metric, value=reading.value, unit=reading.unit, source_id=source_id,
         accelerator_as_printed=row.get("accelerator") or None, model_as_printed=row.get("model") or None,
@@ -173,6 +178,20 @@ def claim_record(row: dict[str, str], per_figure: frozenset[str], given: Answers
         micro_batch=ints["micro_batch"], grad_accum=ints["grad_accum"], tp=ints["tp"], pp=ints["pp"], dp=ints["dp"],
         ep=ints["ep"], cp=ints["cp"])
     return record, reading
+
+
+_PART = re.compile(r"\s*([A-Za-z#][A-Za-z#_ -]*?)\s*[=:]\s*(\d[\d,]*)\s*[,;/]?")
+
+
+def compound_cell(cell: str) -> dict[str, int]:
+    """The whole-number columns one cell prints as NAME=N parts ("TP=32 DP=32 PP=1" -> tp, dp, pp), each name read
+    through data/column_names.csv ("VP=5" names none: left in the cell as printed); {} unless the whole cell is
+    such parts."""
+    parts = list(_PART.finditer(cell))
+    if not parts or "".join(p.group(0) for p in parts).strip() != cell.strip():
+        return {}
+    found = [(meaning(p.group(1)) or "", _int(p.group(2))) for p in parts]
+    return {name: number for name, number in found if name in INT_CONFIG and number is not None}
 
 
 def _source_info(row: dict[str, str], source_id: str, reading: Reading) -> dict[str, str]:

@@ -134,7 +134,9 @@ def _with_flops(claims: pl.DataFrame, models: pl.DataFrame, rule: AuditRule) -> 
     columns = {"_f": rule.formula} | {f"_f_{name}": name for name in _other_formulas(rule)}
     table = pairs.with_columns(
         pl.Series(column, [flops.per_token(m, s, formula) for m, s in pairs.iter_rows()], dtype=pl.Float64)
-        for column, formula in columns.items())
+        for column, formula in columns.items()).with_columns(
+        pl.Series("_seq_assumed", [None if s else (flops.shapes.get(m or "") or {}).get("seq_len")
+                                   for m, s in pairs.iter_rows()], dtype=pl.Int64))
     return claims.join(table, on=["model_id", "seq_len"], how="left", nulls_equal=True, maintain_order="left")
 
 
@@ -227,8 +229,19 @@ def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
                        pl.when(pl.col("_loc_same").is_not_null()).then(pl.lit(", ") + pl.col("_loc_same"))
                        .otherwise(pl.lit("")),
                        pl.when(pl.col("_derived_same")).then(pl.lit(_DERIVED)).otherwise(pl.lit("")))
+    assumed = pl.when(pl.col("_seq_assumed").is_not_null()).then(
+        pl.format("; {}", seq_assumed_expr())).otherwise(pl.lit(""))
     return frame.with_columns(verdict=verdict, plausibility=_plausibility(rule), peak_used=pl.col("_peak_used"),
-                              inputs=pl.when(pl.col("_tps_same").is_not_null()).then(inputs))
+                              inputs=pl.when(pl.col("_tps_same").is_not_null()).then(inputs + assumed))
+
+
+def seq_assumed(seq: Any) -> str:
+    """What a verdict says when the row prints no sequence length and the catalog model's is used."""
+    return f"seq_len {seq} assumed: the row prints none (the catalog model's)"
+
+
+def seq_assumed_expr() -> pl.Expr:
+    return pl.format("seq_len {} assumed: the row prints none (the catalog model's)", pl.col("_seq_assumed"))
 
 
 _DERIVED = "; tokens/s derived from its step time, global batch, sequence length and devices"
@@ -255,7 +268,8 @@ def implausible_ids(claims: pl.DataFrame, accelerators: pl.DataFrame, rule: Audi
 
 _EXPLAIN_COLUMNS = ("verdict", "_model", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
                     "_tier", "_src_same", "recomputed", "_peak_note",
-                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload")
+                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload",
+                    "_seq_assumed")
 PEFT_WORKLOADS = ("lora_finetune",)
 
 
@@ -268,11 +282,13 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
         frame = frame.with_columns(workload=pl.lit(None, dtype=pl.String))
     narrow = frame.select(pl.col(c) if c != "_f_other" else f_other.alias(c) for c in _EXPLAIN_COLUMNS)
     for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tier, src_same, recomputed, peak_note,
-         plausibility, util, precision, fp8, workload) in narrow.iter_rows():
+         plausibility, util, precision, fp8, workload, assumed) in narrow.iter_rows():
         notes: list[str] = []
         if f is None:
             notes.append(no_architecture(model_id))
         elif tps_same is not None:
+            if assumed is not None:
+                notes.append(seq_assumed(assumed))
             if tier == 2:
                 notes.append(f"its own source prints no tokens/s for this configuration; checked against {src_same} "
                              "(cross-source pairing asked)")

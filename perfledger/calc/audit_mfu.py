@@ -139,7 +139,8 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
     rel = audit.relative_difference(reported, recomputed) if recomputed else None
     peak = peaks["_stated"] if isinstance(peaks, dict) else None
     plausibility, note = plausibility_of(claim, peaks, rule)
-    reason = "; ".join(r for r in (reason, note) if r) or None
+    assumed = audit.seq_assumed(seq) if recomputed is not None and tps is not None and not claim["seq_len"] else None
+    reason = "; ".join(r for r in (reason, assumed, note) if r) or None
     return {"claim_id": claim.get("id"), "source_id": claim["source_id"], "model_id": claim["model_id"],
             "accelerator_id": claim["accelerator_id"], "n_devices": claim["n_devices"],
             "workload": claim.get("workload"), "precision": claim["precision"], "seq_len": claim["seq_len"],

@@ -92,7 +92,8 @@ def _verdict(claim: Mapping[str, Any], relation: Relation, quantities: Mapping[s
     if not relation.generic:
         cited = f"the publisher's own formula ({relation.source})" + (f"; {relation.note}" if relation.note else "")
         reason = f"{reason}; {cited}" if reason else cited
-    return row | {"relation": relation.formula(), "reason": reason, "explanation": reason or "",
+    named = relation.formula() if relation.generic else f"publisher's formula: {relation.formula()}"
+    return row | {"relation": named, "reason": reason, "explanation": reason or "",
                   "inputs": _inputs(claim, relation, figures, printed)}
 
 

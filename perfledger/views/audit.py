@@ -90,7 +90,8 @@ def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFram
     tflops = audit.audit_claims(rows, *catalog, rule)
     tflops = tflops.with_columns(  # the TFLOPS audit names its other formula in the explanation
         convention=pl.when(pl.col("verdict") == "consistent").then(pl.lit("default")).otherwise(pl.lit(None)),
-        reason=pl.when(pl.col("verdict") == "consistent").then(pl.lit(None))
+        reason=pl.when(pl.col("verdict") == "consistent").then(  # consistent, but say what it assumed
+            pl.when(pl.col("explanation").fill_null("").str.contains(" assumed: ")).then(pl.col("explanation")))
         .when(pl.col("explanation").fill_null("") != "").then(pl.col("explanation"))
         .when(pl.col("recomputed").is_not_null()).then(pl.format(
             "recomputed {} TFLOP/s from its tokens/s, {} off the claimed {}, and no other FLOPs formula comes "

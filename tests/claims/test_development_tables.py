@@ -65,7 +65,7 @@ def test_each_nemo_rl_tokens_per_gpu_is_judged_by_the_pages_own_formula(seeded: 
         assert row["rel_diff"] == pytest.approx(off, abs=1e-9)
         assert row["verdict"] == ("consistent" if abs(off) <= 0.05 else "inconsistent")
         assert "NVIDIA-NeMo/RL docs/about/performance-summary.md" in row["reason"]
-        assert row["relation"] == ("tokens_per_s_per_device = generation_batch x avg_seq_len / "
+        assert row["relation"] == ("publisher's formula: tokens_per_s_per_device = generation_batch x avg_seq_len / "
                                    "(step_time_s x n_devices)")
         assert row["inputs"].startswith("result ") and "step_time_s" in row["inputs"] and "generation_batch" in \
             row["inputs"]
