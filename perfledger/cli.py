@@ -1,5 +1,6 @@
 """python -m perfledger: init | rebuild | calc | export | audit | copy | backup | restore (perfledger/cli_backup.py) |
 catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py) |
+compare (perfledger/cli_compare.py) | runs set|corrections (perfledger/cli_runs.py) |
 resolve (perfledger/cli_resolve.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_backup, cli_catalog, cli_check, cli_keys, cli_resolve, store
+from perfledger import cli_backup, cli_catalog, cli_check, cli_compare, cli_keys, cli_resolve, cli_runs, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -71,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_resolve.register(sub)
     cli_keys.register(sub)
     cli_check.register(sub)
+    cli_compare.register(sub)
+    cli_runs.register(sub)
     return parser
 
 
@@ -222,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "resolve": cli_resolve.run,
         "keys": cli_keys.run,
         "check": cli_check.run,
+        "compare": cli_compare.run,
+        "runs": cli_runs.run,
     }
     try:
         return commands[args.command](args)
