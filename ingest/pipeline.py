@@ -42,6 +42,7 @@ from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
 
 Progress = Callable[[int], None]
+TO_RESOLVE = "python -m perfledger resolve list"  # where a claims file's unread cells and names are answered
 Overrides = RunConfig | Hints
 NO_OVERRIDES = RunConfig()  # the log's own configuration, nothing overridden
 
@@ -61,7 +62,8 @@ class IngestOutcome:
     problems_left_out: Mapping[str, int] = field(default_factory=dict)  # problems past the listed ones, by kind
     hints_changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # a stored run's update: (was, now)
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
-    refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+    refused: dict[str, int] | None = None  # a claims file: rows refused by reason (a curated source, a broken line)
+    unread: dict[str, int] | None = None  # a claims file: cells kept as printed, unread yet, counted by reason
     unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
     dry_run: bool = False  # nothing was stored: the outcome says what storing would do
     ran_at: datetime | None = None  # when the run ran, by the log's own clock; None: the log printed no date
@@ -81,7 +83,8 @@ class IngestOutcome:
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json(), "dry_run": self.dry_run,
                 "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
-                    {"imported": self.imported, "refused": self.refused or {},
+                    {"imported": self.imported, "refused": self.refused or {}, "unread": self.unread or {},
+                     "to_resolve": TO_RESOLVE if self.unread or self.unlinked else None,
                      "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
 
@@ -355,11 +358,12 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
     refused = dict(meta.get("refused") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
     if refused is not None and saved is not None and saved.refused:
         refused["curated source"] = refused.get("curated source", 0) + len(saved.refused)
+    unread = dict(meta.get("unread") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
                          problems=prepared.problems + (saved.refused if saved else ()),
                          problems_left_out=prepared.problems_left_out,
-                         imported=saved.imported if saved else None, refused=refused,
+                         imported=saved.imported if saved else None, refused=refused, unread=unread,
                          unlinked=saved.unlinked if saved else (), ran_at=prepared.ran_at)
 
 

@@ -82,6 +82,7 @@ model = Table(
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
     Column("head_dim", Integer),  # attention head width when heads x head_dim is not hidden (Qwen3, Gemma)
+    Column("shape_detail", Text),  # "key=value; ..." a FLOPs count needs beyond these columns (calc/shape_detail.py)
 )
 
 run = Table(
@@ -157,7 +158,7 @@ result = Table(
     Column("strategy", String),
     Column("sparsity", Float),
     Column("metric", String, nullable=False),
-    Column("value", Float, nullable=False),
+    Column("value", Float),  # null only under metric "printed": a claims cell that is not a number, kept as printed
     Column("unit", String, nullable=False),
     Column("evidence", String, nullable=False),
     Column("locator", Text),
@@ -165,6 +166,8 @@ result = Table(
     Column("baseline", Text),
     Column("precision_as_printed", Text),  # the precision text a claims file printed ("MXFP8", "Float8")
     Column("attributes", Text),  # JSON object: every further configuration column a claims file carried
+    Column("printed", Text),  # JSON object: a claims row's cells the vocabulary reads, as printed (claim_cells.Cells)
+    Column("unread", Text),  # JSON object: field -> cell the vocabulary could not read yet (the resolve queue)
     Index("ix_result_metric_model", "metric", "model_id"),
     Index("ix_result_run", "run_id"),
 )

@@ -21,7 +21,9 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     detail = _ui.compute(PAGE, state, db)
     said = dict(zip(detail["field"].to_list(), detail["value"].to_list(), strict=True))  # the last of a repeated field
     value = float(said["value"].replace(",", "")) if said.get("value") else None
-    st.markdown(_ui.plain(f"{numbers.figure_text(said['metric'], value, said['unit'])} · {said['evidence'] or ''} · "
+    shown = (numbers.figure_text(said["metric"], value, said["unit"]) if value is not None
+             else f"{names.metric_name(said['metric'])} = not a number (kept as printed)")
+    st.markdown(_ui.plain(f"{shown} · {said['evidence'] or ''} · "
                           f"{said['locator'] or 'no locator'}"))
     if said.get("source_id"):
         _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")
