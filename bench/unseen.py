@@ -7,7 +7,10 @@ and compares the log's own steady-state figure (own_value, worked out by hand fr
 the values the log prints) with the figure the product recomputed.  Only recomputed
 figures count: a value that is merely echoed in `reported` is not a match.
 
-Usage: python bench/unseen.py [--json]      (always exits 0)
+A manifest with `model`, `n_devices` or `accelerator` columns (tests/fixtures/logs/own_figures.csv) also checks
+that the run's stored configuration names what the log states (an empty cell: the log states none).
+
+Usage: python bench/unseen.py [--json] [--manifest CSV]      (always exits 0)
 """
 from __future__ import annotations
 
@@ -77,9 +80,19 @@ def product_value(obj: dict[str, Any], metric: str) -> tuple[float | None, str]:
     return None, "no figure"
 
 
-def measure(row: dict[str, str]) -> dict[str, Any]:
+IDENTITY = ("model", "n_devices", "accelerator")
+
+
+def identity_misses(obj: dict[str, Any], row: dict[str, str]) -> list[str]:
+    """The identity fields the manifest states that the stored configuration does not hold as stated."""
+    config: dict[str, Any] = obj.get("config") or {}
+    return [f"{field} {config.get(field)!r} (log: {row[field]})" for field in IDENTITY
+            if (row.get(field) or "").strip() and str(config.get(field)) != row[field].strip()]
+
+
+def measure(row: dict[str, str], folder: Path = UNSEEN) -> dict[str, Any]:
     own = float(row["own_value"])
-    obj, reason = run_ingest(UNSEEN / row["file"], row.get("devices", "").strip())
+    obj, reason = run_ingest(folder / row["file"], row.get("devices", "").strip())
     rec: dict[str, Any] = {"file": row["file"], "framework": row["framework"], "kind": row["kind"],
                            "metric": row["own_metric"], "own": own, "read": obj is not None,
                            "format": None, "product": None, "rel_diff": None, "ok": False, "note": reason}
@@ -96,6 +109,8 @@ def measure(row: dict[str, str]) -> dict[str, Any]:
     if value is not None and own:
         rec["rel_diff"] = (value - own) / own
         rec["ok"] = abs(rec["rel_diff"]) <= TOLERANCE
+    rec["identity_misses"] = identity_misses(obj, row)
+    rec["identity_ok"] = not rec["identity_misses"]
     return rec
 
 
@@ -106,10 +121,12 @@ def fmt(x: float | None) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the per-file records as a JSON list")
+    ap.add_argument("--manifest", type=Path, default=UNSEEN / "manifest.csv",
+                    help="the manifest to measure (its files sit beside it)")
     args = ap.parse_args()
-    with open(UNSEEN / "manifest.csv", newline="", encoding="utf-8") as fh:
+    with open(args.manifest, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    records = [measure(r) for r in rows]
+    records = [measure(r, args.manifest.parent) for r in rows]
     if args.json:
         print(json.dumps(records, indent=1))
         return 0
@@ -117,11 +134,14 @@ def main() -> int:
         fmt_read = f"format={r['format']}" if r["read"] else f"REFUSED: {r['note']}"
         diff = "-" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.2f}%"
         tail = "" if r["ok"] or not r["read"] or not r["note"] else f"  ({r['note']})"
+        tail += "".join(f"  [identity: {m}]" for m in r.get("identity_misses", []))
         print(f"{r['file']:<62} {fmt_read:<28} {r['metric']:<16} own={fmt(r['own']):<12} "
               f"product={fmt(r['product']):<12} diff={diff:<9} {'OK' if r['ok'] else 'FAIL'}{tail}")
     n = len(records)
     print(f"read: {sum(r['read'] for r in records)} of {n}")
     print(f"within 1%: {sum(r['ok'] for r in records)} of {n}")
+    if any(any((row.get(f) or "").strip() for f in IDENTITY) for row in rows):
+        print(f"identity as stated: {sum(r.get('identity_ok', False) for r in records)} of {n}")
     return 0
 
 
