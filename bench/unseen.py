@@ -7,7 +7,7 @@ and compares the log's own steady-state figure (own_value, worked out by hand fr
 the values the log prints) with the figure the product recomputed.  Only recomputed
 figures count: a value that is merely echoed in `reported` is not a match.
 
-A manifest with `model`, `n_devices` or `accelerator` columns (tests/fixtures/logs/own_figures.csv) also checks
+A manifest with `model`, `n_devices` or `accelerator` columns (tests/fixtures/logs_own_figures.csv) also checks
 that the run's stored configuration names what the log states (an empty cell: the log states none).
 
 Usage: python bench/unseen.py [--json] [--manifest CSV]      (always exits 0)
@@ -122,7 +122,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print the per-file records as a JSON list")
     ap.add_argument("--manifest", type=Path, default=UNSEEN / "manifest.csv",
-                    help="the manifest to measure (its files sit beside it)")
+                    help="the manifest to measure (its file column is relative to the manifest's folder)")
     args = ap.parse_args()
     with open(args.manifest, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

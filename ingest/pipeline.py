@@ -22,6 +22,8 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from ingest import hints as hint
+from ingest import identity
+from ingest.config_lines import ConfigLines
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
 from ingest.parsers._common import backwards_warning, without_backward_durations
@@ -34,6 +36,7 @@ from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
 from perfledger.errors import ParseError, PerfledgerError
+from perfledger.frameworks import load_frameworks
 from perfledger.records import ParseSummary, PreparedRun, RunConfig, SaveResult, more_problems
 from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
@@ -74,7 +77,8 @@ class IngestOutcome:
                 "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
-                "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
+                "config": self.summary.config, "identity": self.summary.identity,
+                "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json(), "dry_run": self.dry_run,
                 "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
@@ -103,11 +107,17 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
     stream, parser = _detected(limited, file_name)
     spool = StepSpool()
     try:
-        parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None)
+        scan = None if parser.reads_bytes or parser.format in _NO_IDENTITY else ConfigLines(load_frameworks())
+        parser.config_lines = scan
+        parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None, scan)
         given = _hints(overrides)
-        config = resolve_config(hint.apply(parsed.config, given))
-        parsed = replace(parsed, warnings=parsed.warnings + given.warnings)
-        summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config))
+        read = _identity(parsed, scan)
+        config = resolve_config(hint.apply(read.config, given))
+        provenance = identity.merged_provenance(read.provenance, hint.changes(read.config, config), given.config,
+                                                hint.FLAGS)
+        parsed = replace(parsed, warnings=_still_true(parsed, read) + read.warnings + given.warnings)
+        summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config),
+                            provenance=provenance)
         prepared = PreparedRun(
             file_name=clean_text(Path(file_name).name),
             format=parser.format,
@@ -131,12 +141,38 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
     return prepared, summary
 
 
+_NO_IDENTITY = frozenset({LogFormat.CLAIMS_CSV, LogFormat.MICROBENCH})  # a table of claims: each row its own
+
+
+def _identity(parsed: ParseSummary, scan: ConfigLines | None) -> identity.Identity:
+    """The run's identity from its reader's configuration and every configuration line of the log."""
+    if parsed.format in _NO_IDENTITY:
+        return identity.Identity(parsed.config, {})
+    return identity.resolve(parsed.config, scan.statements() if scan is not None else (), reader=parsed.format.value,
+                            frameworks=load_frameworks(), scope=tuple(parsed.meta.get("frameworks") or ()))
+
+
+# What a reader says when it found no device count; not so once the log's other lines stated one.
+_NO_DEVICES = ("world size not stated", "the device count is unknown")
+_NO_ACCELERATOR = ("the accelerator is not stated",)
+
+
+def _still_true(parsed: ParseSummary, read: identity.Identity) -> tuple[str, ...]:
+    """The reader's warnings, less those the whole log's identity answered (a device count or an accelerator found
+    in its other lines)."""
+    by_lines = {f for f, said in read.provenance.items() if not said["where"].startswith("read by")}
+    answered = (_NO_DEVICES if parsed.config.n_devices is None and read.config.n_devices is not None else ()) + (
+        _NO_ACCELERATOR if "accelerator" in by_lines and read.config.accelerator else ())
+    return tuple(w for w in parsed.warnings if not any(phrase in w for phrase in answered))
+
+
 def _hints(overrides: Overrides) -> Hints:
     return overrides if isinstance(overrides, Hints) else Hints(config=overrides)
 
 
 def _stored_config(summary: RunSummary, meta: dict[str, Any]) -> dict[str, Any]:
-    return summary.config | {"format_meta": meta} if meta else summary.config
+    config = summary.config | ({"identity": summary.identity} if summary.identity else {})
+    return config | {"format_meta": meta} if meta else config
 
 
 def _stored_summary(summary: RunSummary) -> dict[str, Any]:
@@ -160,14 +196,16 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
     return stream, parser
 
 
-def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
-    """One pass over the file: every step frame into the spool, in batches; what else the parser learnt."""
+def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None],
+           scan: ConfigLines | None = None) -> ParseSummary:
+    """One pass over the file: every step frame into the spool, in batches; what else the parser learnt; and, into
+    `scan`, every configuration line (searched for on the reader threads beside the parser's own preparing)."""
     try:
         if parser.reads_bytes:  # a binary format: the stream itself, read once in order
             frames = parser.feed_stream(stream)
         else:
             chunks = iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes)
-            frames = read_ahead(chunks, parser.prepare_chunk, parser.feed_prepared)
+            frames = read_ahead(chunks, *_with_scan(parser, scan))
         backwards = 0
 
         def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
@@ -193,6 +231,21 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(parser.file_name, None, f"could not be read to the end: {exc}") from None
     return parsed
+
+
+def _with_scan(parser: LogParser, scan: ConfigLines | None) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """(prepare, feed) for read_ahead: the parser's, and the configuration lines' beside them when `scan` is given."""
+    if scan is None:
+        return parser.prepare_chunk, parser.feed_prepared
+
+    def prepare(chunk: Any) -> tuple[Any, list[tuple[int, str]]]:
+        return parser.prepare_chunk(chunk), scan.prepare(chunk.text, chunk.first_lineno)
+
+    def feed(prepared: tuple[Any, list[tuple[int, str]]]) -> pl.DataFrame:
+        scan.feed(prepared[1])
+        return parser.feed_prepared(prepared[0])
+
+    return prepare, feed
 
 
 def _reporting(frames: Iterator[pl.DataFrame], progress: Callable[[], None]) -> Iterator[pl.DataFrame]:
@@ -306,11 +359,13 @@ def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_nam
                                          if f.name in stored.config}))
     after = resolve_config(hint.apply(before, given))
     changed = hint.changes(before, after)
+    provenance = identity.merged_provenance(stored.config.get("identity") or {}, changed, given.config, hint.FLAGS)
     parsed = ParseSummary(format=LogFormat(stored.format), config=after, meta=stored.config.get("format_meta") or {},
                           warnings=parser_warnings(stored.warnings) + given.warnings)
     rule_fields = {f.name for f in fields(SteadyRule)}
     rule = SteadyRule(**{k: v for k, v in ((stored.summary or {}).get("rule") or {}).items() if k in rule_fields})
-    summary = summarize(parsed, after, store.steps(engine, run_id), _catalog_rows(engine, after), rule)
+    summary = summarize(parsed, after, store.steps(engine, run_id), _catalog_rows(engine, after), rule,
+                        provenance=provenance)
     if changed:
         meta = stored.config.get("format_meta") or {}
         restate_run(engine, run_id, config=_stored_config(summary, meta), summary=_stored_summary(summary),

@@ -81,6 +81,13 @@ class LogParser(ABC):
         self.skipped_lines = 0
         self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
         self.started_at: datetime | None = None  # the earliest time the log printed (saw_time)
+        # what the log's configuration lines state so far (ingest.config_lines.ConfigLines, fed each chunk before
+        # the parser): set by the pipeline; None when the file is read without it
+        self.config_lines: Any = None
+
+    def stated(self, field: str) -> str | int | None:
+        """The value the log's configuration lines state for `field` so far (see ingest.config_lines), or None."""
+        return self.config_lines.value(field) if self.config_lines is not None else None
 
     def saw_time(self, when: datetime | None) -> None:
         """A time the log printed: the run started no later than it."""
