@@ -192,7 +192,9 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
     parser = detect_head(head_bytes, file_name=file_name)(file_name)
     skip_stray_lines(parser, head_bytes)
     if not parser.reads_bytes:
-        parser.saw_time(date_in_text(head_bytes.decode("utf-8", "replace")))
+        head = clean_text(head_bytes.decode("utf-8", "replace"))
+        parser.saw_time(date_in_text(head))
+        parser.look(head)
     return stream, parser
 
 

@@ -33,7 +33,8 @@ from typing import ClassVar
 
 import polars as pl
 
-from ingest.parsers._console import is_table_row, line_pairs, pairs_of
+from ingest.parsers import _console_frames as columnar
+from ingest.parsers._console import Plan, Shapes, is_table_row, line_pairs, line_spans, pairs_of
 from ingest.parsers._records import TRAINING, StepRecords
 from ingest.parsers.base import LogParser
 from perfledger.errors import NoKnownNames
@@ -109,26 +110,66 @@ class KeyValueLogParser(LogParser):
         self.lines_read = 0
         self.numbered = 0  # records with no step anywhere, numbered in order
         self._tail = empty_steps()
+        self.shapes = Shapes(self._named)
+        self.plans: dict[str, tuple[Plan, str]] = {}  # each shape's plan and what its lines are (_console_frames)
 
-    def prepare(self, lines: Sequence[str], first_lineno: int) -> tuple[list[str], bool]:
-        """The chunk's lines worth reading (found by Polars, no parser state read), and whether it is the head."""
+    def look(self, head: str) -> None:
+        """The frameworks the head's lines worth reading are recognised as, and their line prefixes (before any
+        chunk is prepared: a chunk is prepared ahead of the one being read, with the prefixes known)."""
+        if self.prefixes is None:
+            self._recognise(self.prepare(head.split("\n"), 1)[0])
+
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> tuple[list[str], columnar.Chunk | None]:
+        """The chunk's lines worth reading (found by Polars, no parser state read), and the same in columns."""
         series = pl.Series(lines, dtype=pl.String)
-        kept = series.filter(series.str.contains(_search(self.records.vocabulary, self.frameworks)))
-        return kept.to_list(), first_lineno == 1
+        kept = series.filter(series.str.contains(_search(self.records.vocabulary, self.frameworks))).to_list()
+        return kept, columnar.shaped(kept, self.prefixes) if self.prefixes is not None else None
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+        if first_lineno == 1:
+            self.look("\n".join(lines))
         return self.feed_prepared(self.prepare(lines, first_lineno))
 
-    def feed_prepared(self, prepared: tuple[list[str], bool]) -> pl.DataFrame:
-        lines, head = prepared
+    def feed_prepared(self, prepared: tuple[list[str], columnar.Chunk | None]) -> pl.DataFrame:
+        lines, chunk = prepared
         if self.prefixes is None:
-            self._recognise(lines if head else [])
+            self._recognise(lines)
+        if chunk is not None and (found := self._columnar(chunk)) is not None:
+            return self._steps(found)
         rows: list[dict[str, str]] = []
         for line in lines:
             for frame in line.split("\r") if "\r" in line else (line,):
                 text = self._unprefixed(frame)
                 self._frame(text, rows, continues=text is not frame or is_table_row(text))
         return self._steps(rows)
+
+    def _columnar(self, chunk: columnar.Chunk) -> list[dict[str, str]] | None:
+        """The chunk's records read in columns (see _console_frames), or None: read it line by line."""
+        firsts = chunk.frame.unique("shape", keep="first", maintain_order=True)
+        for shape, text in zip(firsts["shape"].to_list(), firsts["text"].to_list(), strict=True):
+            if shape not in self.plans:
+                self.plans[shape] = self._plan(text)
+        lines = columnar.values(chunk, self.plans)
+        found = columnar.blocks(lines, self.block, _merge) if lines is not None else None
+        if found is None:
+            return None
+        rows, self.block = found
+        return rows
+
+    def _plan(self, text: str) -> tuple[Plan, str]:
+        """A shape's plan, from one of its lines, and what its lines are: a record, a block's first line, plain
+        pairs, or nothing kept."""
+        plan = self.shapes.plan(text, line_spans(text))
+        names = {name for name, _, _ in plan or ()}
+        if plan is not None and names <= {"line_time"}:
+            return plan, columnar.NOTHING
+        columns = self._columns(dict.fromkeys(names, ""))
+        own = self._columns(dict.fromkeys((n for n in names if not n.startswith("progress/")), ""))
+        if plan is None or "progress/n" in names:
+            return plan, "other"
+        if "step" in columns:
+            return plan, columnar.RECORD if own & _RECORD_COLUMNS else columnar.HEADER
+        return plan, columnar.PAIRS
 
     def _recognise(self, head: list[str]) -> None:
         found = tuple(self.frameworks.recognised(head, _GRAMMAR))
@@ -142,19 +183,14 @@ class KeyValueLogParser(LogParser):
                 return frame[m.end():]
         return frame
 
-    def _known(self, printed: dict[str, str]) -> dict[str, str]:
-        """The pairs whose name the vocabulary knows; an unknown name of several words is tried without its
-        leading words ("Train loss/train/total" as "loss/train/total")."""
-        out: dict[str, str] = {}
-        for name, value in printed.items():
-            words = name.split(" ")
-            known = next((n for n in (" ".join(words[i:]) for i in range(len(words))) if self.records.known(n)), None)
-            if known is not None:
-                out.setdefault(known, value)
-        return out
+    def _named(self, name: str) -> str | None:
+        """The name a printed name is kept as: itself when the vocabulary knows it; an unknown name of several words
+        without its leading words ("Train loss/train/total" as "loss/train/total"); None when not kept."""
+        words = name.split(" ")
+        return next((n for n in (" ".join(words[i:]) for i in range(len(words))) if self.records.known(n)), None)
 
     def _frame(self, text: str, rows: list[dict[str, str]], *, continues: bool) -> None:
-        pairs = self._known(line_pairs(text))
+        pairs = self.shapes.pairs(text)
         if not pairs or set(pairs) <= {"line_time"}:
             return
         if not continues:
@@ -246,6 +282,11 @@ class KeyValueLogParser(LogParser):
     def _summary_results(self) -> tuple[ResultRecord, ...]:
         return self.records.summary_results(self.summary, locator="the log's end-of-run summary") \
             if self.summary else ()
+
+
+def _merge(block: dict[str, str], more: dict[str, str]) -> None:
+    for name, value in more.items():
+        block.setdefault(name, value)
 
 
 PARSER = KeyValueLogParser
