@@ -299,6 +299,20 @@ def _version(r: _Resolver) -> None:
         r.values["framework_version"] = str(first.value)
 
 
+# What a reader says when it found no device count; not so once the log's other lines stated one.
+_NO_DEVICES = ("world size not stated", "the device count is unknown")
+_NO_ACCELERATOR = ("the accelerator is not stated",)
+
+
+def still_true(warnings: tuple[str, ...], parsed: RunConfig, read: Identity) -> tuple[str, ...]:
+    """A reader's warnings, less those the whole log's identity answered (a device count or an accelerator found
+    in its other lines)."""
+    by_lines = {f for f, said in read.provenance.items() if not said["where"].startswith("read by")}
+    answered = (_NO_DEVICES if parsed.n_devices is None and read.config.n_devices is not None else ()) + (
+        _NO_ACCELERATOR if "accelerator" in by_lines and read.config.accelerator else ())
+    return tuple(w for w in warnings if not any(phrase in w for phrase in answered))
+
+
 def merged_provenance(before: Provenance, changed: Iterable[str], given: RunConfig, flags: Mapping[str, str]) -> \
         Provenance:
     """`before` with each field a hint changed marked as the user's hint."""

@@ -115,7 +115,8 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
         config = resolve_config(hint.apply(read.config, given))
         provenance = identity.merged_provenance(read.provenance, hint.changes(read.config, config), given.config,
                                                 hint.FLAGS)
-        parsed = replace(parsed, warnings=_still_true(parsed, read) + read.warnings + given.warnings)
+        still_true = identity.still_true(parsed.warnings, parsed.config, read)
+        parsed = replace(parsed, warnings=still_true + read.warnings + given.warnings)
         summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config),
                             provenance=provenance)
         prepared = PreparedRun(
@@ -150,20 +151,6 @@ def _identity(parsed: ParseSummary, scan: ConfigLines | None) -> identity.Identi
         return identity.Identity(parsed.config, {})
     return identity.resolve(parsed.config, scan.statements() if scan is not None else (), reader=parsed.format.value,
                             frameworks=load_frameworks(), scope=tuple(parsed.meta.get("frameworks") or ()))
-
-
-# What a reader says when it found no device count; not so once the log's other lines stated one.
-_NO_DEVICES = ("world size not stated", "the device count is unknown")
-_NO_ACCELERATOR = ("the accelerator is not stated",)
-
-
-def _still_true(parsed: ParseSummary, read: identity.Identity) -> tuple[str, ...]:
-    """The reader's warnings, less those the whole log's identity answered (a device count or an accelerator found
-    in its other lines)."""
-    by_lines = {f for f, said in read.provenance.items() if not said["where"].startswith("read by")}
-    answered = (_NO_DEVICES if parsed.config.n_devices is None and read.config.n_devices is not None else ()) + (
-        _NO_ACCELERATOR if "accelerator" in by_lines and read.config.accelerator else ())
-    return tuple(w for w in parsed.warnings if not any(phrase in w for phrase in answered))
 
 
 def _hints(overrides: Overrides) -> Hints:
