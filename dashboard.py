@@ -15,6 +15,8 @@ from screens._writes import follow_upload_limit, writes_refused
 
 st.set_page_config(page_title="perfledger", page_icon=":material/speed:", layout="wide")
 st.set_option("client.toolbarMode", "viewer")  # a team dashboard: no Deploy / developer menu
+# No table's own CSV download or copy (cells as they are, formulas and all); each table's Download CSV is the safe one
+st.set_option("client.disableDataExport", True)
 
 # Streamlit serves its default page at "/" and nowhere else: the default page keeps a visible entry at its own slug
 # (/overview, the slug links, README and `export` use), and "/" runs the same script as a hidden page.

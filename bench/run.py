@@ -19,6 +19,9 @@ measured in the same run on the same files:
       script on a second server of the same Streamlit, started with the same flags); target <= 2x; and the
       floor: a page drawing only Accelerators' chart and table, bare, timed the same way (no target);
   (6) CSV export of 100k result rows through views.render vs polars write_csv of the same frame;
+  (6b) a whole MLPerf round (bench/round.py: 1,669 result files copied from the real submissions in the fixtures,
+      a few broken) imported by `python -m ingest ROUND` into a fresh store vs mlperf-logging's result_summarizer on
+      the same folder; target: at most 30 s and at least 6x the summarizer, scores equal for every complete one;
   (7) the browser's upload path (bench/upload.py; not in --quick: a server, Chromium and a worker per step):
       a 1 MB Megatron log previewed, re-applied and stored on the Runs page in Chromium vs `python -m ingest
       FILE --dry-run` in the same run; target: the preview at most 2 s slower.
@@ -45,6 +48,7 @@ import inputs
 from logs import bench_ingest, bench_mlperf_reader, byte_compile_sources, startup
 from measure import machine
 from report import headline, print_table
+from round import ROUND_FILES, bench_round
 from scale import FULL, QUICK, bench_scale, print_scale
 from store_pages import bench_browser, bench_csv, bench_pages, bench_views, build_store
 from upload import bench_upload
@@ -58,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build inputs in this directory and keep them")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv,upload")
+    ap.add_argument("--skip", default="",
+                    help="comma list of parts to skip: ingest,mlperf,views,pages,browser,csv,round,upload")
+    ap.add_argument("--round-files", type=int, default=ROUND_FILES, help="result files in the round (part round)")
     ap.add_argument("--formats", default="", help="comma list of formats to ingest (default: every one with inputs)")
     ap.add_argument("--scale", action="store_true", help="only the scale benchmark (bench/scale.py), minutes")
     ap.add_argument("--backends", default="duckdb,postgresql", help="--scale: comma list of duckdb,postgresql")
@@ -116,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["browser"] = bench_browser(url, work, 1 if q else args.repeats, warm=not q)
             if "csv" not in skip:
                 report["csv"] = bench_csv(url, csv_rows, args.repeats)
+        if "round" not in skip:
+            report["round"] = bench_round(work, 1 if q else args.repeats, 60 if q else args.round_files)
         if "upload" not in skip and not q:
             report["upload"] = bench_upload(work, args.repeats)
     finally:

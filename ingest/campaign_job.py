@@ -1,5 +1,6 @@
-"""A zipped folder uploaded from the browser, imported as one campaign by the upload worker (ingest.worker), under
-the same time and memory limits as a log's upload, for the whole folder: the dashboard's process never parses it."""
+"""A zipped folder uploaded from the browser, imported by the upload worker (ingest.worker) as `python -m ingest DIR`
+imports a folder (one campaign per MLPerf submitter's system and benchmark, one for its other logs), under the same
+time and memory limits as a log's upload, for the whole folder: the dashboard's process never parses it."""
 
 from __future__ import annotations
 
@@ -12,18 +13,27 @@ from typing import Any
 
 from ingest import upload
 from ingest.streams import printable
-from ingest.worker import Job, Limits
+from ingest.worker import Job
+from ingest.worker_limits import LOADED, Limits
 from perfledger.spools import spooling
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class CampaignDone:
-    """What a worker's campaign import did: the campaign (None when every file was refused) and what it read."""
+class CampaignStored:
+    """One campaign a worker's import stored (or found stored)."""
 
-    campaign_id: int | None
+    campaign_id: int
     created: bool
+    name: str
     kind: str
     attempts: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CampaignDone:
+    """What a worker's folder import did: its campaigns (none when every file was refused) and the files refused."""
+
+    campaigns: tuple[CampaignStored, ...]
     refusals: tuple[str, ...]
 
 
@@ -39,23 +49,26 @@ def start_campaign(zipped: Path, file_name: str, db_url: str, limit: int, limits
 def campaign_from(job: Job) -> CampaignDone:
     """The outcome of a finished campaign job (its folder is the caller's to remove: Job.cancel)."""
     ok = job.outcome()["ok"]
-    return CampaignDone(campaign_id=ok["campaign_id"], created=bool(ok["created"]), kind=str(ok["kind"]),
-                        attempts=int(ok["attempts"]), refusals=tuple(str(r) for r in ok["refusals"]))
+    stored = tuple(CampaignStored(campaign_id=int(c["campaign_id"]), created=bool(c["created"]), name=str(c["name"]),
+                                  kind=str(c["kind"]), attempts=int(c["attempts"])) for c in ok["campaigns"])
+    return CampaignDone(campaigns=stored, refusals=tuple(str(r) for r in ok["refusals"]))
 
 
 def import_campaign(folder: Path) -> dict[str, Any]:
     """The worker's step: FOLDER/upload unpacked under FOLDER and imported into the store; what it did, as JSON."""
-    from ingest.campaign import import_folder
+    from ingest.campaign import import_round
     from ingest.campaign_zip import unpack_zip
     from perfledger import store
 
+    (folder / LOADED).touch()  # its modules loaded: a crash from here on is no longer the memory to start
     request = json.loads((folder / "request.json").read_text())
     tempfile.tempdir = str(folder)
     limit = int(request["limit"])
     unpacked = unpack_zip((folder / "upload").read_bytes(), request["file_name"], folder / "unpacked", limit=limit)
     (folder / "upload").unlink()
-    done = import_folder(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), unpacked, limit=limit)
-    saved = done.saved
-    return {"ok": {"campaign_id": saved.campaign_id if saved else None, "created": bool(saved and saved.created),
-                   "kind": done.plan.kind.value, "attempts": len(done.plan.attempts),
-                   "refusals": list(done.plan.refusals)}}
+    done = import_round(store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL")), unpacked, limit=limit)
+    campaigns = [{"campaign_id": one.saved.campaign_id, "created": one.saved.created, "name": one.plan.name,
+                  "kind": one.plan.kind.value, "attempts": len(one.plan.attempts)}
+                 for one in done.imports if one.saved is not None]
+    return {"ok": {"campaigns": campaigns,
+                   "refusals": list(done.plan.refusals) + [one.error for one in done.imports if one.error]}}

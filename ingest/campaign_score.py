@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from perfledger.calc.repeats import Spread, olympic_score, spread
 from perfledger.campaigns import Attempt, CampaignScore
@@ -45,6 +46,16 @@ def mlperf_score(attempts: Sequence[Attempt], benchmark: str | None) -> Campaign
         return CampaignScore(None, "s", text, scored.problem)
     return CampaignScore(scored.value, "s", text,
                          f"{scored.used} of {len(times)} runs averaged: {scored.value / 60:.3f} minutes")
+
+
+def scaled(score: CampaignScore, factor: float, source: str) -> CampaignScore:
+    """The score times the factor a benchmark's scaling.json gives it (MLCommons sets one in review when a closed
+    submission converged in fewer samples than the reference; result_summarizer multiplies by it)."""
+    if score.value is None or factor == 1:
+        return score
+    note = f"{score.note + '; ' if score.note else ''}times the scaling factor {factor:.6g} of {source}"
+    return replace(score, value=score.value * factor, rule=f"{score.rule}, times the review's scaling factor",
+                   note=note)
 
 
 def configuration_key(configuration: Mapping[str, object]) -> str:

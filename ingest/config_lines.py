@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
+from ingest.text import TextChunk
 from perfledger.frameworks import ConfigKey, Frameworks
 
 MAX_VALUES = 16  # distinct values kept per field and framework
@@ -96,6 +98,20 @@ class ConfigLines:
         lines = whole.str.split("\n").explode()
         hits = lines.str.contains(table.search).arg_true()
         return [(first_lineno + i, lines[i]) for i in hits.to_list()]
+
+    def beside(self, prepare: Callable[[TextChunk], Any], feed: Callable[[Any], pl.DataFrame]) -> \
+            tuple[Callable[[TextChunk], Any], Callable[[Any], pl.DataFrame]]:
+        """A parser's (prepare, feed) for read_ahead with this scan's own preparing and feeding beside them: the
+        configuration lines are searched for on the reader threads, in the same pass."""
+
+        def prepare_both(chunk: TextChunk) -> tuple[Any, list[tuple[int, str]]]:
+            return prepare(chunk), self.prepare(chunk.text, chunk.first_lineno)
+
+        def feed_both(prepared: tuple[Any, list[tuple[int, str]]]) -> pl.DataFrame:
+            self.feed(prepared[1])
+            return feed(prepared[0])
+
+        return prepare_both, feed_both
 
     def feed(self, candidates: Sequence[tuple[int, str]]) -> None:
         table = _table(self.frameworks)

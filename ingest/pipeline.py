@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -26,12 +27,13 @@ from ingest import identity
 from ingest.config_lines import ConfigLines
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
+from ingest.known import KnownRows, bundled_rows
 from ingest.parsers._common import backwards_warning, without_backward_durations
 from ingest.parsers.base import LogParser, date_in_text
 from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
-from ingest.text import clean_text, iter_text_chunks
+from ingest.text import TextChunk, clean_text, iter_text_chunks
 from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
@@ -90,16 +92,17 @@ class IngestOutcome:
 
 
 def prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides = NO_OVERRIDES, *,
-            engine: store.Engine | None = None, limit: int | None = None,
+            engine: store.Engine | KnownRows | None = None, limit: int | None = None,
             on_progress: Progress | None = None, watch: Callable[[bytes], None] | None = None) -> PreparedRun:
     """Read, detect, parse and summarise one log: the run store.save_run writes. Close it (or use it in a `with`
     block) once stored or dropped, to remove its step files. `engine` only lends the catalog rows of the run's
-    model and accelerator (read before any write); without it, the figures that need them stay empty. `watch` sees
+    model and accelerator (read before any write; a folder's files take them from the catalog read once,
+    `KnownRows`); without it, the figures that need them stay empty. `watch` sees
     the decompressed bytes as they are read, so that a caller can scan them in the same pass."""
     return _prepare(raw, file_name, overrides, engine, limit, on_progress, watch)[0]
 
 
-def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine: store.Engine | None,
+def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine: store.Engine | KnownRows | None,
              limit: int | None, on_progress: Progress | None,
              watch: Callable[[bytes], None] | None = None) -> tuple[PreparedRun, RunSummary]:
     content = open_content(io.BytesIO(raw) if isinstance(raw, bytes) else raw, file_name)
@@ -193,8 +196,7 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
         if parser.reads_bytes:  # a binary format: the stream itself, read once in order
             frames = parser.feed_stream(stream)
         else:
-            chunks = iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes)
-            frames = read_ahead(chunks, *_with_scan(parser, scan))
+            frames = _chunk_frames(parser, iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes), scan)
         backwards = 0
 
         def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
@@ -222,19 +224,15 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
     return parsed
 
 
-def _with_scan(parser: LogParser, scan: ConfigLines | None) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-    """(prepare, feed) for read_ahead: the parser's, and the configuration lines' beside them when `scan` is given."""
-    if scan is None:
-        return parser.prepare_chunk, parser.feed_prepared
-
-    def prepare(chunk: Any) -> tuple[Any, list[tuple[int, str]]]:
-        return parser.prepare_chunk(chunk), scan.prepare(chunk.text, chunk.first_lineno)
-
-    def feed(prepared: tuple[Any, list[tuple[int, str]]]) -> pl.DataFrame:
-        scan.feed(prepared[1])
-        return parser.feed_prepared(prepared[0])
-
-    return prepare, feed
+def _chunk_frames(parser: LogParser, chunks: Iterator[TextChunk], scan: ConfigLines | None) -> Iterator[pl.DataFrame]:
+    """The parser's frames of each chunk, read ahead on threads (ingest.streams.read_ahead) when there is more than
+    one chunk: for a file of one chunk (a round's result files: 10 KB-1 MB) the threads were all cost, 2-4 ms."""
+    prepare, feed = (parser.prepare_chunk, parser.feed_prepared) if scan is None \
+        else scan.beside(parser.prepare_chunk, parser.feed_prepared)
+    ahead = list(itertools.islice(chunks, 2))
+    if len(ahead) < 2:
+        return iter([feed(prepare(chunk)) for chunk in ahead])
+    return read_ahead(itertools.chain(ahead, chunks), prepare, feed)
 
 
 def _reporting(frames: Iterator[pl.DataFrame], progress: Callable[[], None]) -> Iterator[pl.DataFrame]:
@@ -243,32 +241,21 @@ def _reporting(frames: Iterator[pl.DataFrame], progress: Callable[[], None]) -> 
         progress()
 
 
-def _catalog_rows(engine: store.Engine | None, config: RunConfig) -> CatalogRows:
+def _catalog_rows(engine: store.Engine | KnownRows | None, config: RunConfig) -> CatalogRows:
     """The stored catalog rows of the run's model and accelerator; none without a store, or an unreadable one
     (the summary then says which figures need them)."""
     if engine is None:
         return CatalogRows()
+    if isinstance(engine, KnownRows):
+        return engine.rows_for(config)
     try:
         model, accelerator = store.catalog_rows(engine, config.model, config.accelerator)
         if (model is None and config.model or accelerator is None and config.accelerator) \
                 and catalog_is_empty(engine):
-            return _bundled_catalog_rows(config)
+            return bundled_rows().rows_for(config)  # a store never initialised: the catalog bundled in data/
     except PerfledgerError:
         return CatalogRows()
     return CatalogRows(model=model, accelerator=accelerator)
-
-
-def _bundled_catalog_rows(config: RunConfig) -> CatalogRows:
-    """The rows of the catalog bundled in data/, for a store that was never initialised."""
-    from perfledger.seed import load_seed
-    from perfledger.settings import load_settings
-
-    seed = load_seed(load_settings().data_dir)
-    model = next((dict(m) for m in seed.models if m["id"] == config.model), None)
-    accelerator = next((dict(a) for a in seed.accelerators if a["id"] == config.accelerator), None)
-    return CatalogRows(model=model, accelerator=accelerator,
-                       note="the store holds no catalog (run `python -m perfledger init`): the model and "
-                            "accelerator rows came from the catalog bundled in data/")
 
 
 def _meta_sources(meta: dict[str, Any]) -> tuple[dict[str, Any], ...]:

@@ -18,6 +18,7 @@ from perfledger.records import STEP_SCHEMA, StepFiles
 from perfledger.spools import sort_parquet, spool_folder, spooling
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
+IN_MEMORY_ROWS = 100_000  # at most ~5 MB of the summary's columns
 STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
 REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
@@ -82,7 +83,10 @@ class StepSpool:
         if not files:
             return pl.LazyFrame(schema={c: pl.Float64 for c in (*STEADY_COLUMNS, "samples")}
                                 | {"step": pl.Int64, "launch": pl.Int64})
-        return pl.scan_parquet(list(files)).select(*STEADY_COLUMNS, *reported)
+        steps = pl.scan_parquet(list(files)).select(*STEADY_COLUMNS, *reported)
+        # A short run is read once and summarised in memory: the summary's dozen passes each read the files
+        # again (12-15 Parquet scans, about a third of a small MLPerf result file's preparation).
+        return steps.collect().lazy() if self.rows <= IN_MEMORY_ROWS else steps
 
     def step_files(self) -> StepFiles:
         return StepFiles(files=self.ordered(), rows=self.rows, increasing=self.increasing)

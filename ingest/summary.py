@@ -31,7 +31,7 @@ from perfledger.calc.steady import (
     steady_state,
     steady_state_of_ordered,
 )
-from perfledger.errors import InvalidInput, UnknownId
+from perfledger.errors import InvalidInput
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 from perfledger.vocabulary import LogFormat
 
@@ -113,22 +113,13 @@ def resolve_config(config: RunConfig) -> RunConfig:
     """Names as printed -> canonical ids where the catalog knows them; the printed text is kept beside."""
     return replace(
         config,
-        model=_resolve(catalog.resolve_model, config.model or config.model_as_printed) or config.model,
+        model=catalog.resolve_or_none("model", config.model or config.model_as_printed) or config.model,
         model_as_printed=config.model_as_printed or config.model,
-        accelerator=_resolve(catalog.resolve_accelerator, config.accelerator or config.accelerator_as_printed)
+        accelerator=catalog.resolve_or_none("accelerator", config.accelerator or config.accelerator_as_printed)
         or config.accelerator,
         accelerator_as_printed=config.accelerator_as_printed or config.accelerator,
         precision=catalog.normalize_precision(config.precision) if config.precision else None,
     )
-
-
-def _resolve(fn: Any, name: str | None) -> str | None:
-    if not name:
-        return None
-    try:
-        return str(fn(name))
-    except (UnknownId, InvalidInput):
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,8 +349,8 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
 def _resolved_result(record: ResultRecord) -> ResultRecord:
     return replace(
         record,
-        accelerator_id=record.accelerator_id or _resolve(catalog.resolve_accelerator, record.accelerator_as_printed),
-        model_id=record.model_id or _resolve(catalog.resolve_model, record.model_as_printed),
+        accelerator_id=record.accelerator_id or catalog.resolve_or_none("accelerator", record.accelerator_as_printed),
+        model_id=record.model_id or catalog.resolve_or_none("model", record.model_as_printed),
         precision=catalog.normalize_precision(record.precision) if record.precision else record.precision,
     )
 

@@ -9,6 +9,7 @@ upload id the route answered with. Routes and pages run in one server process, s
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import threading
 from collections.abc import Callable
@@ -23,10 +24,12 @@ from starlette.routing import Route
 from ingest.streams import too_large
 from ingest.upload import CHUNK_BYTES, Spooled, Spooling, most_raw_bytes
 from perfledger.errors import FileTooLarge, PerfledgerError, SpoolFull
+from perfledger.settings import foreign_page, load_settings
 
 PATH = "/api/upload/"
 NAME_HEADER = "X-Upload-Name"  # the file's name, percent-encoded (a header carries ASCII only)
 EXPIRED = "This upload box has expired (the page was reloaded or the server restarted): choose the file again."
+IDLE_S = 60.0  # an upload that sends nothing for this long is dropped and its folder removed
 
 
 @dataclass
@@ -104,6 +107,18 @@ def _refused(status: int, sentence: str) -> JSONResponse:
     return JSONResponse({"error": sentence}, status_code=status)
 
 
+def _foreign(request: Request) -> str | None:
+    """Why a request must not write, sent by a page opened by a name other than this machine's own (DNS rebinding,
+    a proxy) to a server with no upload token; None when it may. Its ticket already says that its session may."""
+    try:
+        settings = load_settings()
+    except PerfledgerError as exc:
+        return str(exc)
+    if settings.upload_token:
+        return None
+    return foreign_page(request.headers.get("host"), request.headers.get("origin"))
+
+
 async def receive(request: Request) -> JSONResponse:
     """Write the body to disk in 1 MiB writes (off the event loop), then answer with the upload's id."""
     ticket = request.path_params["ticket"]
@@ -111,6 +126,8 @@ async def receive(request: Request) -> JSONResponse:
         held = _tickets.get(ticket)
     if held is None:
         return _refused(403, EXPIRED)
+    if (foreign := _foreign(request)) is not None:
+        return _refused(403, foreign)
     name = unquote(request.headers.get(NAME_HEADER, "")).strip() or "upload"
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > most_raw_bytes(held.limit):
@@ -123,6 +140,8 @@ async def receive(request: Request) -> JSONResponse:
         spooled = await _written(request, writer)
     except ClientDisconnect:
         return _refused(400, f"{name}: the upload was interrupted; nothing was kept.")
+    except TimeoutError:
+        return _refused(408, f"{name}: the upload sent nothing for {IDLE_S:g} s and was dropped; nothing was kept.")
     except SpoolFull as exc:
         return _refused(507, str(exc))
     except PerfledgerError as exc:
@@ -134,9 +153,16 @@ async def receive(request: Request) -> JSONResponse:
 
 
 async def _written(request: Request, writer: Spooling) -> Spooled:
+    """The body on disk; TimeoutError (the folder removed) once no byte has come for IDLE_S: a connection that
+    stops sending would otherwise hold its folder, and a slot of the server, for good."""
     buffer = bytearray()
+    chunks = request.stream()
     try:
-        async for chunk in request.stream():
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), IDLE_S)
+            except StopAsyncIteration:
+                break
             buffer += chunk
             if len(buffer) >= CHUNK_BYTES:
                 await run_in_threadpool(writer.write, bytes(buffer))

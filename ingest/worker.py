@@ -7,9 +7,9 @@ or needs much memory stops its own process, and the server keeps answering every
     python -m ingest.worker campaign FOLDER --timeout-s N --memory-mb N  (FOLDER/upload, a zipped folder -> the
                                                                           store, as one campaign)
 
-The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child limits its own
-address space (RLIMIT_AS) and has the kernel end it shortly after the time limit even if nobody waits for it;
-the parent kills it at the time limit. A prepared run stays in FOLDER (its step files under FOLDER/steps) until
+The store's URL comes in the environment (PERFLEDGER_DB_URL), never on the command line. The child sets its own
+limits (ingest.worker_limits: address space, file size, an alarm past its time limit); the parent kills it at the
+time limit, and says what ended it early (its time, its memory, a file past its size limit, a signal). A prepared run stays in FOLDER (its step files under FOLDER/steps) until
 the parent stores or drops it, so a preview and its "store" parse the log once. Each step writes
 FOLDER/result.json: {"ok": ...} or {"error": sentence} or {"memory": true}; FOLDER/loaded marks a child that
 got past loading its modules (a limit below what they need is said as such).
@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import errno
 import json
 import os
 import pickle
-import resource
 import shutil
 import signal
 import subprocess
@@ -36,8 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from ingest import spare, upload
 from ingest.streams import printable
+from ingest.worker_limits import LOADED, IngestStopped, Limits, address_space_mb, limit_self, out_of_memory, stopped
+from ingest.worker_limits import last_line as _last_line
+from ingest.worker_limits import timed_out as _timed_out
 from perfledger.errors import NoKnownNames, ParseError, PerfledgerError, UnknownFormat
 from perfledger.records import PreparedRun, SaveResult, StepFiles
+from perfledger.settings import load_settings
 from perfledger.spools import spooling
 from perfledger.vocabulary import LogFormat
 
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "ingest.worker")  # what starts a child (tests may wrap it)
 FOLDER_PREFIX = upload.FOLDER_PREFIX  # + the server's PID and session: ingest.upload names and sweeps the folders
-ALARM_GRACE_S = 5  # the child's own deadline, past the parent's: it ends an orphaned child, never a watched one
 POLL_S = 0.05  # a small upload's worker ends in about a second: a coarser poll showed in every step
 # glibc gives each thread that allocates its own 64 MB arena of address space: with Polars' and DuckDB's thread
 # pools, a 200 KB log mapped 1.35 GB (2 cores); two arenas: 0.5 GB, the same resident memory.
@@ -65,16 +66,6 @@ def _error(result: dict[str, Any]) -> PerfledgerError:
         return PerfledgerError(str(result["error"]))
     line = result.get("line")
     return kind(str(result.get("file")), line if isinstance(line, int) else None, str(result.get("reason")))
-
-
-class IngestStopped(PerfledgerError):
-    """The worker hit a limit (time, memory) or ended without a word; nothing was stored."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Limits:
-    timeout_s: float
-    memory_mb: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -110,7 +101,7 @@ class Job:
         self.what, self.folder, self.limits = what, folder, limits
         self.started = time.monotonic()
         env = {**os.environ, **CHILD_ENV, "PERFLEDGER_DB_URL": db_url}
-        args = [what, str(folder), "--timeout-s", str(limits.timeout_s), "--memory-mb", str(limits.memory_mb)]
+        args = [what, str(folder), *limits.args()]
         self.proc = spare.take(COMMAND, env, args, folder / "stderr.log") or self._started(env, args)
         self.timed_out = False
 
@@ -134,31 +125,21 @@ class Job:
         return False
 
     def outcome(self) -> dict[str, Any]:
-        """The child's result.json once it ended well; else the limit it hit or what it said, as IngestStopped."""
+        """The child's result.json once it ended well; else what ended it (its time, its memory, a file past its
+        size limit, a signal: ingest.worker_limits) or what it said, as IngestStopped."""
         verb = {"prepare": "read", "save": "store"}.get(self.what, "import")
-        if self.timed_out or self.proc.returncode == -signal.SIGALRM:
-            raise IngestStopped(f"the upload took longer than {self.limits.timeout_s:g} s to {verb} and was stopped; "
-                                "nothing was stored")
+        code = self.proc.returncode
+        if self.timed_out or code == -signal.SIGALRM:
+            raise _timed_out(self.limits, verb)
         result = _read_json(self.folder / "result.json")
         if result.get("error"):
             raise _error(result)
-        if result.get("memory") or self.proc.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL,
-                                                            -signal.SIGBUS):
-            raise IngestStopped(self.memory_sentence(verb))
-        if self.proc.returncode != 0 or "ok" not in result:
-            raise IngestStopped(f"the upload's worker process failed to {verb} it (exit {self.proc.returncode}: "
+        if (ended := stopped(code, verb, self.limits, self.folder, said_memory=bool(result.get("memory")))) is not None:
+            raise ended
+        if code != 0 or "ok" not in result:
+            raise IngestStopped(f"the upload's worker process failed to {verb} it (exit {code}: "
                                 f"{_last_line(self.folder / 'stderr.log')}); nothing was stored")
         return result
-
-    def memory_sentence(self, verb: str) -> str:
-        """The memory limit, said as such: a native library that cannot allocate under the address-space limit
-        ends its process (SIGSEGV, SIGABRT) or fails to load (an ImportError, "failed to map segment"), which are
-        no faults of the log or of the store."""
-        mb = self.limits.memory_mb
-        if not (self.folder / "loaded").exists():
-            return (f"the upload's worker needs more than {mb} MB of memory to start, whatever the log; raise "
-                    "PERFLEDGER_INGEST_MEMORY_MB (about 1024 MB or more); nothing was stored")
-        return f"the log needs more than {mb} MB of memory to {verb}; raise PERFLEDGER_INGEST_MEMORY_MB; nothing was stored"
 
     def cancel(self) -> None:
         """Stop the child and remove its folder."""
@@ -243,33 +224,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _last_line(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "no output"
-    return lines[-1][:300] if lines else "no output"
-
-
 # ------------------------------------------------------------------------------------------- the child
-
-
-def _limit_self(limits: Limits) -> None:
-    size = limits.memory_mb * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (size, size))
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the kernel ends the process, even inside a long regex
-    signal.alarm(int(limits.timeout_s) + ALARM_GRACE_S)
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    """Whether the address-space limit ended the work: Python's own allocations raise MemoryError, but a module
-    loaded late (the parsers' and the store's imports happen here) fails in the loader, as an ImportError saying
-    "failed to map segment", and an mmap as OSError ENOMEM."""
-    if isinstance(exc, MemoryError):
-        return True
-    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
-        return True
-    return isinstance(exc, ImportError) and "failed to map segment" in str(exc)
 
 
 def _prepare(folder: Path) -> dict[str, Any]:
@@ -281,7 +236,7 @@ def _prepare(folder: Path) -> dict[str, Any]:
     tempfile.tempdir = str(folder)  # the step spool's folder sits here: moving the files out is a rename
     engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
     given = hints_for(engine, **(request.get("overrides") or {}))  # reads the store: its driver is loaded
-    (folder / "loaded").touch()
+    (folder / LOADED).touch()
     with (folder / "upload").open("rb") as raw:
         prepared = pipeline.prepare(raw, request["file_name"], given, engine=engine, limit=request["limit"])
     with prepared:
@@ -319,7 +274,7 @@ def _save(folder: Path) -> dict[str, Any]:
         run: PreparedRun = pickle.load(f)
     engine = store.engine_from_url(os.environ.get("PERFLEDGER_DB_URL"))
     store.find_run(engine, run.content_sha256)  # reads the store: its driver is loaded
-    (folder / "loaded").touch()
+    (folder / LOADED).touch()
     # A dashboard upload: the token that unlocked it is the configured one (stored as a short hash, never as is)
     saved = store.save_run(engine, run, importer="upload", token=os.environ.get("PERFLEDGER_UPLOAD_TOKEN") or None)
     return {"ok": {"run_id": saved.run_id, "created": saved.created}}
@@ -340,15 +295,6 @@ def _served() -> list[str] | None:
     return list(job["args"])
 
 
-def _address_space_mb() -> int:
-    """This process's mapped address space (VmSize), which RLIMIT_AS caps; 0 where /proc does not say."""
-    try:
-        fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
-        return int(fields["VmSize"].split()[0]) // 1024
-    except (OSError, KeyError, ValueError):
-        return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [spare.SERVE]:
@@ -361,11 +307,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p.add_argument("--timeout-s", type=float, required=True)
     p.add_argument("--memory-mb", type=int, required=True)
+    p.add_argument("--file-mb", type=int, default=load_settings().ingest_file_mb)
     args = p.parse_args(argv)
-    _limit_self(Limits(args.timeout_s, args.memory_mb))
+    limit_self(Limits(args.timeout_s, args.memory_mb, args.file_mb))
     result: dict[str, Any]
     try:
-        if _address_space_mb() > args.memory_mb:  # a spare loaded past the limit: it could not have started
+        if address_space_mb() > args.memory_mb:  # a spare loaded past the limit: it could not have started
             raise MemoryError
         if args.what == "prepare":
             with spooling(args.folder.parent):  # a full disk under the upload's folder is said, not a traceback

@@ -156,8 +156,11 @@ def figure(value: float | None, unit: str | None) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     frame = audit_frame(store.engine_from_url(args.db), cross_source=args.cross_source)
-    if args.format == "csv":
-        sys.stdout.write(frame.write_csv())
+    if args.format == "csv":  # as every CSV perfledger writes: text cells a spreadsheet would run are neutralised
+        from perfledger import views
+
+        sys.stdout.buffer.write(views.render(frame, "csv"))
+        sys.stdout.flush()
     elif args.format == "json":
         rows = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
                 for r in frame.iter_rows(named=True)]

@@ -6,6 +6,7 @@
     * NoKnownNames      a file read through the key vocabulary holds no step it knows the names of
     * FileTooLarge      the upload limit, measured after gunzip
   * DataFileError       a curated CSV under data/ is malformed (file, line, reason)
+  * ReadOnlyData        a data file is not written: writes are switched off (PERFLEDGER_READ_ONLY)
   * UnknownId           an accelerator or model name that resolves to nothing (lists the nearest ids)
   * InvalidInput        a value outside a calculation's domain, or a missing argument
   * InvalidSetting      an environment value that does not fit its setting
@@ -56,6 +57,13 @@ class DataFileError(PerfledgerError):
         self.reason = reason
         where = f"{file_name}:{line}" if line is not None else file_name
         super().__init__(f"{where}: {reason}")
+
+
+class ReadOnlyData(PerfledgerError):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is read-only here (PERFLEDGER_READ_ONLY=1): writes are off, data files included; "
+                         "nothing was written")
 
 
 class UnknownId(PerfledgerError):

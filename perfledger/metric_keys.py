@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfledger.data_files import append_rows
 from perfledger.errors import DataFileError
 from perfledger.settings import load_settings
 
@@ -288,9 +289,4 @@ def add_rows(rows: Sequence[KeyRow], data_dir: Path | None = None) -> Path:
     for row in rows:
         if (row.framework, row.key, row.requires) in seen:
             raise DataFileError(str(path), None, f"key {row.key!r} of framework {row.framework} is already there")
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(row.as_csv_row() for row in rows)
-    text = path.read_text(encoding="utf-8")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(("" if text.endswith("\n") or not text else "\n") + out.getvalue())
-    return path
+    return append_rows(path, (row.as_csv_row() for row in rows))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfledger.calc.repeats import ScoringRule
+from perfledger.data_files import append_rows
 from perfledger.errors import DataFileError
 from perfledger.settings import load_settings
 
@@ -128,12 +129,7 @@ def add_rules(rows: Sequence[RuleRow], data_dir: Path | None = None) -> Path:
     """Append rows to the rules file (after checking that it still reads); returns its path."""
     path = rules_path(data_dir)
     load_rule_rows(data_dir)
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(row.fields for row in rows)
-    text = path.read_text(encoding="utf-8")
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(("" if text.endswith("\n") or not text else "\n") + out.getvalue())
-    return path
+    return append_rows(path, (row.fields for row in rows))
 
 
 def rule_for(benchmark: str | None, data_dir: Path | None = None) -> ScoringRule | None:

@@ -6,12 +6,14 @@ A value that does not fit its setting's type is an InvalidSetting naming the var
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from perfledger.errors import InvalidSetting
 
@@ -35,11 +37,16 @@ SETTINGS = (
     Setting("db_url", DEFAULT_DB_URL, "SQLAlchemy URL of the store (DuckDB file by default, or postgresql+psycopg://...)"),
     Setting("read_only", False, "1 hides upload and delete and makes the store refuse writes (for a public link)"),
     Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token; unset, "
-            "only a dashboard listening on this machine alone (127.0.0.1, the default) writes; empty is an error"),
+            "only a dashboard listening on this machine alone (127.0.0.1, the default) writes, for pages opened as "
+            "localhost or 127.0.0.1; empty is an error"),
+    Setting("upload_token_name", None, "the name a claims import made with the upload token is credited to on the "
+            "Sources page (\"imported via upload with token NAME\"); the token itself, or a hash of it, is never shown"),
     Setting("max_upload_mb", 200, "largest log accepted (upload and `python -m ingest`), in MiB (2^20 bytes), "
             "measured after gunzip"),
     Setting("ingest_timeout_s", 300, "an upload's parse (and then its store) is stopped after this many seconds"),
     Setting("ingest_memory_mb", 2048, "address space an upload's worker process may map before it is stopped"),
+    Setting("ingest_file_mb", 2048, "largest file an upload's worker may write (an unpacked archive member, a spool "
+            "of steps; the store's own file is not counted) before it is stopped"),
     Setting("data_dir", str(DEFAULT_DATA_DIR), "folder holding the curated CSVs that `init` loads"),
     Setting("lock_wait_s", 10, "how long a connection retries a held DuckDB file before saying the store is busy"),
     Setting("native", True, "0 reads every log with the pure-Polars parsers, never building the compiled scanner"),
@@ -52,9 +59,11 @@ class Settings:
     db_url: str
     read_only: bool
     upload_token: str | None
+    upload_token_name: str | None
     max_upload_mb: int
     ingest_timeout_s: int
     ingest_memory_mb: int
+    ingest_file_mb: int
     data_dir: Path
     lock_wait_s: int
     native: bool
@@ -64,13 +73,19 @@ class Settings:
     def max_upload_bytes(self) -> int:
         return self.max_upload_mb * MIB
 
-    def browser_writes_refused(self, bind_address: str | None) -> str | None:
-        """Why the dashboard must not write for a browser (upload, annotate, delete), or None when it may: a server
-        that other machines can reach (any address but loopback; unset = every interface) needs an upload token."""
-        if self.read_only or self.upload_token or is_loopback(bind_address):
+    def browser_writes_refused(self, bind_address: str | None, *, host: str | None = None,
+                               origin: str | None = None) -> str | None:
+        """Why the dashboard must not write for a browser (upload, annotate, delete), or None when it may. Without
+        an upload token, a server that other machines can reach (any address but loopback; unset = every interface)
+        writes nothing, and a server on loopback writes only for pages opened by a loopback name (`host` and
+        `origin`: the session's or the request's Host and Origin headers; None = not sent): a page of any other
+        site can reach it under a name of its own (DNS rebinding), as can a proxy in front of it."""
+        if self.read_only or self.upload_token:
             return None
-        return ("Writing from the browser is off: this dashboard listens on every address and has no upload token. "
-                "Set PERFLEDGER_UPLOAD_TOKEN, or serve on this machine alone (--server.address 127.0.0.1).")
+        if not is_loopback(bind_address):
+            return ("Writing from the browser is off: this dashboard listens on every address and has no upload "
+                    "token. Set PERFLEDGER_UPLOAD_TOKEN, or serve on this machine alone (--server.address 127.0.0.1).")
+        return foreign_page(host, origin)
 
     def may_write_with(self, token: str) -> bool:
         """Whether `token` unlocks writing from the dashboard: always without a configured token, else a
@@ -87,9 +102,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         db_url=str(values["db_url"]),
         read_only=bool(values["read_only"]),
         upload_token=_token(env.get("PERFLEDGER_UPLOAD_TOKEN")),
+        upload_token_name=(env.get("PERFLEDGER_UPLOAD_TOKEN_NAME") or "").strip() or None,
         max_upload_mb=int(values["max_upload_mb"]),  # type: ignore[arg-type]
         ingest_timeout_s=int(values["ingest_timeout_s"]),  # type: ignore[arg-type]
         ingest_memory_mb=int(values["ingest_memory_mb"]),  # type: ignore[arg-type]
+        ingest_file_mb=int(values["ingest_file_mb"]),  # type: ignore[arg-type]
         data_dir=Path(str(values["data_dir"])),
         lock_wait_s=int(values["lock_wait_s"]),  # type: ignore[arg-type]
         native=bool(values["native"]),
@@ -98,13 +115,37 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 MIB = 2**20
-LOOPBACK = ("127.", "::1", "localhost")
 
 
 def is_loopback(address: str | None) -> bool:
-    """Whether a server bound to `address` is reachable from this machine only (None or "" = every address)."""
-    text = (address or "").strip().strip("[]").lower()
-    return bool(text) and (text.startswith(LOOPBACK[0]) or text in LOOPBACK[1:])
+    """Whether `address` (a server's bind address, a host name) is this machine's alone: 127.0.0.0/8, ::1 or
+    localhost (None or "" = every address). A name that merely starts like one (127.0.0.1.example.com) is not.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("[::1]"), is_loopback("127.0.0.1.nip.io"), is_loopback("0.0.0.0")
+    (True, True, False, False)
+    """
+    text = (address or "").strip().strip("[]").lower().removesuffix(".")
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return text == "localhost"
+
+
+def foreign_page(host: str | None, origin: str | None) -> str | None:
+    """Why a page's Host or Origin header (None: not sent) names no loopback address, or None when neither does.
+
+    >>> foreign_page("localhost:8501", "http://127.0.0.1:8501") is None, foreign_page("evil.example:8501", None)[:81]
+    (True, 'Writing from the browser is off for this page: it was opened as evil.example:8501')
+    """
+    names = [("Host", host, urlsplit(f"//{host}").hostname if host else None),
+             ("Origin", origin, urlsplit(origin).hostname if origin else None)]
+    for header, value, name in names:
+        if value is not None and not is_loopback(name):
+            return (f"Writing from the browser is off for this page: it was opened as {value[:100]} ({header}), not "
+                    "as localhost or 127.0.0.1, and this dashboard has no upload token (a web page of another site "
+                    "can reach a dashboard on this machine under a name of its own). Open it as localhost, or set "
+                    "PERFLEDGER_UPLOAD_TOKEN.")
+    return None
 
 
 def browser_upload_mb(max_upload_mb: int) -> int:

@@ -35,6 +35,12 @@ def spool_folder(kind: str) -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix=f"{SPOOL_PREFIX}{kind}-{os.getpid()}-")
 
 
+def spool_dir(kind: str) -> Path:
+    """A folder named like spool_folder's that lives until removed (no finalizer): runs prepared by worker
+    processes keep their step files in it until the importing process has stored them."""
+    return Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{kind}-{os.getpid()}-"))
+
+
 def sort_parquet(files: Sequence[Path], column: str, out: Path) -> Path:
     """The rows of Parquet files (columns matched by name) sorted by `column`, written to `out`; ties keep the
     order of the files' names, then of their rows. An external sort in an in-memory DuckDB that spills to disk

@@ -1,5 +1,6 @@
-"""The Campaigns page's write panel: a zipped folder imported as one campaign, as `python -m ingest DIR` imports a
-folder; hidden when read-only, token-guarded when a token is set."""
+"""The Campaigns page's write panel: a zipped folder imported as `python -m ingest DIR` imports a folder (one campaign
+per MLPerf submitter's system and benchmark, one for its other logs); hidden when read-only, token-guarded when a
+token is set."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import streamlit as st
 from ingest import campaign_job, upload, worker
 from perfledger.errors import PerfledgerError
 from perfledger.views.registry import Page
+from perfledger.views.upload import refusals_summary
 from screens import _ui
 from screens._upload import limits, token_unlocks_writing
 from screens._upload_box import file_in_box
@@ -19,14 +21,14 @@ def campaign_upload_panel(page: Page[Any]) -> None:
     cfg = _ui.settings()
     if cfg.read_only:
         return
-    with st.expander("Import a folder as one campaign (zip)", icon=":material/upload:", expanded=False):
+    with st.expander("Import a folder of runs as campaigns (zip)", icon=":material/upload:", expanded=False):
         if not token_unlocks_writing(_ui.key(page, "tok")):
             return
         try:
             zipped = file_in_box(st.session_state, _ui.key(page, "zip"), "A zip of the folder: an MLPerf submission, "
                                  f"a sweep's logs and configs, a job table (up to {cfg.max_upload_mb} MiB once "
                                  "unpacked)", cfg.max_upload_mb, accept=(".zip",))
-            if zipped is None or not st.button("Import as one campaign", key=_ui.key(page, "go")):
+            if zipped is None or not st.button("Import the folder", key=_ui.key(page, "go")):
                 return
             done = imported(zipped, cfg.max_upload_bytes)
         except PerfledgerError as exc:
@@ -49,11 +51,16 @@ def imported(zipped: upload.Spooled, limit: int) -> campaign_job.CampaignDone:
 
 
 def _said(done: campaign_job.CampaignDone) -> None:
-    for refusal in done.refusals:
-        st.warning(_ui.plain(f"Refused: {refusal}"), icon=":material/block:")
-    if done.campaign_id is None:
+    if len(done.refusals) == 1:
+        st.warning(_ui.plain(f"Refused: {done.refusals[0]}"), icon=":material/block:")
+    elif done.refusals:  # one box, by reason: 10,000 boxes took 93 s to draw and slowed every other session
+        said = [_ui.plain(f"Refused {len(done.refusals):,} files:"),
+                *(f"- {_ui.plain(line)}" for line in refusals_summary(done.refusals))]
+        st.warning("\n".join(said), icon=":material/block:")
+    if not done.campaigns:
         st.error("Nothing stored: every file was refused.", icon=":material/error:")
         return
-    how = "Stored" if done.created else "Already stored"
-    st.success(f"{how} as campaign {done.campaign_id} ({done.kind}, {done.attempts} attempts): pick it below.",
-               icon=":material/check:")  # numbers and a vocabulary word only
+    for one in done.campaigns:  # numbers and a vocabulary word only: a name is the user's text
+        how = "Stored" if one.created else "Already stored"
+        st.success(f"{how} as campaign {one.campaign_id} ({one.kind}, {one.attempts} attempts): pick it below.",
+                   icon=":material/check:")

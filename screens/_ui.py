@@ -324,7 +324,7 @@ def count_input(label: str, current: float, *, key: str, where: Any = st) -> flo
     try:
         return parse_count(text)
     except ValueError as exc:
-        where.error(str(exc), icon=":material/error:")
+        where.error(plain(exc), icon=":material/error:")
         return current
 
 

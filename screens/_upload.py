@@ -233,7 +233,7 @@ def _preview_or_restate(page: Page[Any], db: store.Engine, spooled: upload.Spool
         prepared = prepared_upload(st.session_state, spooled, db, limit, tick, chosen.as_json())
     except PerfledgerError as exc:  # said inside the panel; the run list below stays on screen
         done()
-        st.error(str(exc), icon=":material/error:")
+        st.error(_ui.plain(exc), icon=":material/error:")  # it quotes the file's name and text: never Markdown
         if isinstance(exc, UnknownFormat | NoKnownNames):  # its names may be mapped to the vocabulary
             _keymap.mapping_panel(page, spooled.head(HEAD_BYTES), digest, lambda: drop_held(st.session_state),
                                   expanded=True)

@@ -1,7 +1,9 @@
 """The upload box of a write panel: the file a person chose, on disk, as an ingest.upload.Spooled.
 
 Served by app.py, the box is a small component that sends the file in one PUT to perfledger's upload route
-(ingest.upload_route), which writes it to disk as it arrives; the box's state names the upload, taken here once.
+(ingest.upload_route), which writes it to disk as it arrives; the box's state names the upload, taken here once,
+and the box offers it again until the page says it took it (`taken`): on a freshly started server, the rerun a
+state change asks for while the page's first run is still going was dropped, and the file ignored.
 Where that route is not served (a page test, `streamlit run dashboard.py`), Streamlit's file uploader stands in and
 its file is copied to disk. Either way the file is held in the session until another one replaces it or the box is
 emptied; folders and tickets of sessions that ended are removed on the next box drawn.
@@ -109,7 +111,8 @@ def _box_data(state: MutableMapping[Any, Any], key: str, label: str, limit_mb: i
         ticket = state[_ticket(key)] = upload_route.issue(session_id(), limit_mb * 2**20)
     return {"url": upload_route.PATH + ticket, "label": label, "accept": ",".join(accept),
             "most_bytes": upload.most_raw_bytes(limit_mb * 2**20), "limit_text": f"{limit_mb} MiB",
-            "current": None if held is None else {"name": held[1].file_name, "size": held[1].size}}
+            "current": None if held is None else {"name": held[1].file_name, "size": held[1].size},
+            "taken": None if held is None else held[0]}  # the box offers its upload until the page took it
 
 
 def _from_file_uploader(state: MutableMapping[Any, Any], key: str, label: str, limit_mb: int,

@@ -1,7 +1,9 @@
 """Who may write from the browser, and the server options that follow perfledger's settings.
 
-A dashboard other machines can reach (bound to any address but loopback) writes nothing without an upload token:
-the write panels say so, and the sidebar says how to enable writing. With a token, each write panel asks for it;
+A dashboard other machines can reach (bound to any address but loopback) writes nothing without an upload token,
+nor does one on loopback for a page opened by any other name than localhost or 127.0.0.1 (a web page of another
+site that rebinds its name to this machine, a proxy): the write panels say so, and the sidebar says how to enable
+writing. With a token, each write panel asks for it;
 wrong tokens are slowed for the whole server (perfledger.wrong_tokens), not per browser session.
 """
 
@@ -22,8 +24,11 @@ SEEN = "wrong_token_seen"  # session key: {panel key: hash of the wrong token st
 
 
 def writes_refused() -> str | None:
-    """Why this server must not write for a browser (its bind address and token settings), or None."""
-    return _ui.settings().browser_writes_refused(config.get_option("server.address"))
+    """Why this server must not write for this browser session (its bind address and token settings, and the name
+    the page was opened by: the Host and Origin of the session's connection), or None."""
+    headers = st.context.headers
+    return _ui.settings().browser_writes_refused(config.get_option("server.address"), host=headers.get("host"),
+                                                 origin=headers.get("origin"))
 
 
 def follow_upload_limit() -> int:

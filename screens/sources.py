@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import store, urlstate, views
+from perfledger import urlstate, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
@@ -33,7 +33,7 @@ if state.result:  # a result's permalink: every field, its source, the audit's v
     st.markdown("**Shown in:** " + (" · ".join(f"[{_ui.plain(h)}]({h})" for h in shown_in) or "no page's table"))
     _ui.download(state, detail)
     st.stop()
-all_sources = store.sources(db)
+all_sources = views.sources.sources(db)
 ids = all_sources["id"].to_list()
 c1, c2 = st.columns([3, 2])
 picked = c1.selectbox("Source", ["", *ids], index=["", *ids].index(state.source) if state.source in ids else 0,

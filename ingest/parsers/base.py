@@ -34,7 +34,9 @@ MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted by kind (left_out), 
 # figure is this long, and a regex's work on one line must stay small whatever the pattern.
 MAX_PARSED_LINE_CHARS = 64 * 1024
 # A printed date and time: "2025-06-12 00:02:13", "[2024-05-14T10:11:12"; read as UTC when no zone is printed.
-_PRINTED_DATE = re.compile(r"(?<!\d)(20\d\d)-([01]\d)-([0-3]\d)[ T]([0-2]\d):([0-5]\d):([0-5]\d)")
+# No lookbehind: a pattern that starts with a literal is searched for that literal first (a lookbehind made the
+# search try every position: 32-177 ms on a 1 MiB head, against 1-5 ms); a digit before it is checked by hand.
+_PRINTED_DATE = re.compile(r"(20\d\d)-([01]\d)-([0-3]\d)[ T]([0-2]\d):([0-5]\d):([0-5]\d)")
 # Epoch seconds outside these years are not a run's date (a counter, a clock since boot).
 _PLAUSIBLE_EPOCH_S = (datetime(2000, 1, 1, tzinfo=UTC).timestamp(), datetime(2100, 1, 1, tzinfo=UTC).timestamp())
 
@@ -45,7 +47,11 @@ def date_in_text(text: str) -> datetime | None:
     >>> date_in_text("[NeMo W 2025-06-12 00:00:11 nemo_logging:405] ...")
     datetime.datetime(2025, 6, 12, 0, 0, 11, tzinfo=datetime.timezone.utc)
     """
-    for m in _PRINTED_DATE.finditer(text):
+    at = 0
+    while (m := _PRINTED_DATE.search(text, at)) is not None:
+        at = m.start() + 1
+        if m.start() and text[m.start() - 1].isdecimal():  # part of a longer number
+            continue
         try:
             year, month, day, hour, minute, second = map(int, m.groups())
             return datetime(year, month, day, hour, minute, second, tzinfo=UTC)

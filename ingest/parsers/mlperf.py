@@ -41,8 +41,8 @@ from ingest.parsers._mlperf_config import (
 )
 from ingest.parsers.base import LogParser, epoch_date
 from ingest.text import TextChunk
-from perfledger.catalog import resolve_accelerator
-from perfledger.errors import ParseError, PerfledgerError
+from perfledger.catalog import resolve_or_none
+from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat, Metric, SourceKind, Workload
 
@@ -62,12 +62,7 @@ TOKEN_COUNTED_BENCHMARKS = frozenset({"gpt3"})
 
 def resolve_accelerator_or_none(name: str | None) -> str | None:
     """The catalog's canonical id for a printed accelerator name, or None when the catalog does not know it."""
-    if not name:
-        return None
-    try:
-        return resolve_accelerator(name)
-    except PerfledgerError:
-        return None
+    return resolve_or_none("accelerator", name)
 
 
 def platform_nodes(platform: str | None) -> tuple[int | None, str | None]:

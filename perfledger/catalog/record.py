@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -87,6 +87,9 @@ class Catalog:
     accelerators: Mapping[str, Row]
     model_names: Names
     accelerator_names: Names
+    # (kind, printed name) -> (id, note) or None, as perfledger.catalog.resolve found it: the rows never change
+    resolved: dict[tuple[str, str], tuple[str, str | None] | None] = field(default_factory=dict, compare=False,
+                                                                          repr=False)
 
     @classmethod
     def from_rows(cls, models: Sequence[Row], accelerators: Sequence[Row]) -> Catalog:

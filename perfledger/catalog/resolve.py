@@ -16,14 +16,22 @@ from perfledger.errors import UnknownId
 
 def resolve_noted(kind: str, name: str, catalog: Catalog | None = None) -> tuple[str, str | None]:
     """Canonical id of a "model" or "accelerator" as printed, and a note when a default filled a gap."""
-    names = (catalog or bundled_catalog()).names(kind)
-    found = lookup(name, names.keys)
-    if found is not None:
-        return found, None
-    for key in keys(name):
-        if key in names.defaults:
-            return names.defaults[key]
-    raise UnknownId(kind, name, nearest_ids(kind, name, catalog))
+    found = _found(kind, name, catalog or bundled_catalog())
+    if found is None:
+        raise UnknownId(kind, name, nearest_ids(kind, name, catalog))
+    return found
+
+
+def _found(kind: str, name: str, catalog: Catalog) -> tuple[str, str | None] | None:
+    """(id, note) of a printed name, or None; remembered by the catalog, whose rows never change: a round's 1,669
+    files print a few dozen names, each looked up once."""
+    memo = catalog.resolved
+    if (kind, name) not in memo:
+        names = catalog.names(kind)
+        found = lookup(name, names.keys)
+        memo[(kind, name)] = (found, None) if found is not None else next(
+            (names.defaults[key] for key in keys(name) if key in names.defaults), None)
+    return memo[(kind, name)]
 
 
 def resolve_accelerator_noted(name: str, catalog: Catalog | None = None) -> tuple[str, str | None]:
@@ -51,10 +59,8 @@ def resolve_or_none(kind: str, name: str | None, catalog: Catalog | None = None)
     """The canonical id of `name`, or None when it is absent or unknown (the caller keeps the printed name)."""
     if name is None or not name.strip():
         return None
-    try:
-        return resolve_noted(kind, name, catalog)[0]
-    except UnknownId:
-        return None
+    found = _found(kind, name, catalog or bundled_catalog())  # the nearest ids of an unknown name are not needed
+    return found[0] if found is not None else None
 
 
 def nearest_ids(kind: str, name: str, catalog: Catalog | None = None) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from perfledger.store.campaigns import (
     outcome_counts,
     outcomes,
     save_campaign,
+    save_campaigns,
 )
 from perfledger.store.catalog_table import (
     CatalogWrite,
@@ -101,6 +102,7 @@ __all__ = [
     "runs",
     "runs_of_format",
     "save_campaign",
+    "save_campaigns",
     "save_catalog_rows",
     "save_run",
     "schema",

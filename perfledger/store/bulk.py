@@ -18,6 +18,8 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy import Connection
 
+from perfledger import schema
+from perfledger.records import STEP_SCHEMA, StepFiles
 from perfledger.spools import spool_folder, spooling
 from perfledger.store.engine import sql_text
 
@@ -62,6 +64,32 @@ def insert_parquet(conn: Connection, table: sa.Table, files: Sequence[Path], col
             for frame in _parquet_slices(files, columns):
                 for row in frame.iter_rows():
                     write_row(lead + row)
+
+
+def insert_step_files(conn: Connection, runs: Sequence[tuple[int, StepFiles]]) -> None:
+    """Append the steps of several runs (each run's id and its step files) to the step table in one statement
+    (DuckDB: one INSERT ... SELECT over every file, each row given its file's run; PostgreSQL: one COPY), in the
+    caller's transaction. A run's rows keep their files' order when that order can show (see insert_parquet)."""
+    runs = [(run_id, steps) for run_id, steps in runs if steps.files]
+    if not runs:
+        return
+    columns = list(STEP_SCHEMA)
+    if conn.dialect.name != "duckdb":
+        with _copy(conn, schema.step, ["run_id", *columns]) as write_row:
+            for run_id, steps in runs:
+                for frame in _parquet_slices(steps.files, columns):
+                    for row in frame.iter_rows():
+                        write_row((run_id, *row))
+        return
+    of_file = " ".join(f"WHEN {sql_text(path)} THEN {int(run_id)}" for run_id, steps in runs for path in steps.files)
+    floats = {c.name for c in schema.step.columns if isinstance(c.type, sa.Float)}
+    prep = conn.dialect.identifier_preparer
+    values = [f"CASE filename {of_file} END"] + [
+        f"nullif({prep.quote(c)}, 'NaN'::DOUBLE)" if c in floats else prep.quote(c) for c in columns]
+    names = ", ".join(sql_text(path) for _, steps in runs for path in steps.files)
+    with duckdb_insert_settings(conn, order_shows=not all(steps.increasing for _, steps in runs)):
+        conn.exec_driver_sql(f"INSERT INTO step ({quoted(conn, ['run_id', *columns])}) SELECT {', '.join(values)} "
+                             f"FROM read_parquet([{names}], union_by_name = true, filename = true)")
 
 
 def _duckdb_insert(conn: Connection, table: sa.Table, files: Sequence[Path], columns: Sequence[str], *,

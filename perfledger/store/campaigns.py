@@ -8,6 +8,7 @@ at it. Stores made before campaigns get the tables at their first write (perfled
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,9 +18,10 @@ from sqlalchemy import Connection, Engine
 
 from perfledger import schema
 from perfledger.campaigns import Attempt, CampaignPlan, CampaignSaved
-from perfledger.store.engine import connection
+from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised
+from perfledger.store.engine import connection, mask_url
 from perfledger.store.read import query
-from perfledger.store.write import run_id_of, store_log_run
+from perfledger.store.write import insert_rows, store_log_runs
 
 _LIST_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.Int64(), "name": pl.String(), "kind": pl.String(), "imported_at": pl.Datetime("us", "UTC"),
@@ -30,15 +32,78 @@ _OUTCOME_COLUMNS = ("id", "file_name", "line", "kind", "reason", "run_id", "metr
 
 def save_campaign(engine: Engine, plan: CampaignPlan, *, ingested_at: datetime | None = None) -> CampaignSaved:
     """Store the campaign, its runs and its outcomes in one transaction: all of it, or (on any error) none of it."""
+    return _save_together(engine, [plan], ingested_at or datetime.now(UTC))[0]
+
+
+def save_campaigns(engine: Engine, plans: Sequence[CampaignPlan], *,
+                   ingested_at: datetime | None = None) -> list[CampaignSaved | StoreError]:
+    """Store campaigns (a round's), each whole in one transaction, several to a transaction up to
+    RUNS_PER_TRANSACTION runs: a DuckDB commit is a checkpoint (50-300 ms here), and one per campaign was a third of
+    a round's import. Should a transaction fail, its campaigns are stored one to a transaction, so that a campaign
+    that cannot be stored (its error in its place in the list) leaves every other one stored. A store that cannot
+    be written at all (busy, full, read-only, not initialised) raises at once."""
     when = ingested_at or datetime.now(UTC)
+    saved: list[CampaignSaved | StoreError] = []
+    for batch in _batches(plans):
+        try:
+            saved += _save_together(engine, batch, when)
+        except _WHOLE_STORE:
+            raise
+        except _ONE_CAMPAIGN:
+            saved += [_save_alone(engine, plan, when) for plan in batch]
+    return saved
+
+
+# A fault of the store itself, which every campaign would meet; anything else a campaign's own (its step files gone)
+_WHOLE_STORE = (StoreBusy, DiskFull, ReadOnlyStore, StoreNotInitialised)
+_ONE_CAMPAIGN = (StoreError, OSError, pl.exceptions.PolarsError)
+
+
+def _save_alone(engine: Engine, plan: CampaignPlan, when: datetime) -> CampaignSaved | StoreError:
+    try:
+        return _save_together(engine, [plan], when)[0]
+    except _WHOLE_STORE:
+        raise
+    except _ONE_CAMPAIGN as exc:
+        why = exc if isinstance(exc, StoreError) else StoreError(mask_url(str(engine.url)), str(exc).splitlines()[0])
+        return StoreError(mask_url(str(engine.url)), f"campaign {plan.name!r} was not stored: {why.reason}")
+
+
+RUNS_PER_TRANSACTION = 400  # about a second of writing: the DuckDB file stays free for readers in between
+
+
+def _batches(plans: Sequence[CampaignPlan]) -> Iterator[list[CampaignPlan]]:
+    batch: list[CampaignPlan] = []
+    runs = 0
+    for plan in plans:
+        if batch and runs + len(plan.attempts) > RUNS_PER_TRANSACTION:
+            yield batch
+            batch, runs = [], 0
+        batch.append(plan)
+        runs += len(plan.attempts)
+    if batch:
+        yield batch
+
+
+def _save_together(engine: Engine, plans: Sequence[CampaignPlan], when: datetime) -> list[CampaignSaved]:
+    """The campaigns in one transaction: those stored before found by their hash, the others written in bulk (their
+    runs, steps, results and outcomes all at once)."""
+    c = schema.campaign
     with connection(engine, write=True) as conn:
-        existing = conn.scalar(sa.select(schema.campaign.c.id)
-                               .where(schema.campaign.c.content_sha256 == plan.content_sha256))
-        if existing is not None:
-            return CampaignSaved(int(existing), created=False, run_ids=tuple(_run_ids(conn, int(existing))))
-        campaign_id = _insert_campaign(conn, plan, when)
-        run_ids = [_store_attempt(conn, campaign_id, attempt, when) for attempt in plan.attempts]
-    return CampaignSaved(campaign_id, created=True, run_ids=tuple(r for r in run_ids if r is not None))
+        hashes = list({p.content_sha256 for p in plans})
+        ids = {str(h): int(i) for h, i in conn.execute(sa.select(c.c.content_sha256, c.c.id)
+                                                         .where(c.c.content_sha256.in_(hashes)))}
+        stored_before = set(ids)
+        fresh = list({p.content_sha256: p for p in plans if p.content_sha256 not in ids}.values())
+        ids |= {p.content_sha256: _insert_campaign(conn, p, when) for p in fresh}
+        attempts = [(ids[p.content_sha256], a) for p in fresh for a in p.attempts]
+        run_ids = _store_attempts(conn, attempts, when)
+        ran = {campaign_id: [r for (cid, _), r in zip(attempts, run_ids, strict=True) if cid == campaign_id
+                             and r is not None] for campaign_id in {ids[p.content_sha256] for p in fresh}}
+        for sha in stored_before:
+            ran[ids[sha]] = _run_ids(conn, ids[sha])
+    return [CampaignSaved(ids[p.content_sha256], created=p.content_sha256 not in stored_before,
+                          run_ids=tuple(ran[ids[p.content_sha256]])) for p in plans]
 
 
 def _insert_campaign(conn: Connection, plan: CampaignPlan, when: datetime) -> int:
@@ -50,14 +115,16 @@ def _insert_campaign(conn: Connection, plan: CampaignPlan, when: datetime) -> in
     return int(conn.execute(sa.insert(schema.campaign).values(**values).returning(schema.campaign.c.id)).scalar_one())
 
 
-def _store_attempt(conn: Connection, campaign_id: int, attempt: Attempt, when: datetime) -> int | None:
-    run_id = None
-    if attempt.prepared is not None:
-        run_id = run_id_of(conn, attempt.prepared.content_sha256) or store_log_run(conn, attempt.prepared, when)
-    row = attempt.as_row() | {"campaign_id": campaign_id, "run_id": run_id,
-                              "configuration": json.dumps(dict(attempt.configuration), sort_keys=True, default=str)}
-    conn.execute(sa.insert(schema.outcome).values(**row))
-    return run_id
+def _store_attempts(conn: Connection, attempts: Sequence[tuple[int, Attempt]], when: datetime) -> list[int | None]:
+    """The attempts' runs (a run stored before is that run) and outcomes, in bulk; each attempt's run id."""
+    prepared = [a.prepared for _, a in attempts if a.prepared is not None]
+    stored = iter(store_log_runs(conn, prepared, when))
+    run_ids = [next(stored) if a.prepared is not None else None for _, a in attempts]
+    rows = [a.as_row() | {"campaign_id": campaign_id, "run_id": run_id,
+                          "configuration": json.dumps(dict(a.configuration), sort_keys=True, default=str)}
+            for (campaign_id, a), run_id in zip(attempts, run_ids, strict=True)]
+    insert_rows(conn, schema.outcome, rows)
+    return run_ids
 
 
 def _run_ids(conn: Connection, campaign_id: int) -> list[int]:

@@ -5,8 +5,9 @@ precision, sequence length, global batch, workload, strategy). Importing a row w
 row (a correction) and says so; the same row again changes nothing. A source loaded from data/sources.csv by
 `init` is curated: an import cannot add rows under it; those rows are refused one by one. A source an import
 creates keeps the kind the file stated (else "upload" or "cli", the way it came), and its evidence says it was
-imported ("imported via cli"), with a short hash of the token that unlocked writing where one is set (never the
-token): that evidence, not the kind, tells it from a curated one.
+imported ("imported via cli"), with the name the operator gave the token that unlocked writing where one is set
+(PERFLEDGER_UPLOAD_TOKEN_NAME; never the token, nor a hash of it): that evidence, not the kind, tells it from a
+curated one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
 from perfledger.records import ResultRecord
+from perfledger.settings import load_settings
 from perfledger.store.catalog_table import catalog_from
 from perfledger.store.engine import connection
 from perfledger.vocabulary import SourceKind
@@ -76,9 +78,14 @@ def claim_keys(records: Sequence[ResultRecord]) -> list[str]:
     return [claim_key(r, with_value=True) if len(values[k]) > 1 else k for k, r in zip(plain, records, strict=True)]
 
 
-def token_hash(token: str) -> str:
-    """A short, one-way name for an upload token: enough to tell importers apart, useless to write with."""
-    return hashlib.sha256(token.encode()).hexdigest()[:12]
+def token_credit(token: str | None) -> str:
+    """How an import's evidence names the upload token that unlocked it: by the name the operator gave it
+    (PERFLEDGER_UPLOAD_TOKEN_NAME), never by the token or a hash of it (12 hex digits of its unsalted SHA-256,
+    shown on the Sources page, gave a weak token away to a dictionary at once)."""
+    if not token:
+        return " (no token set)"
+    name = load_settings().upload_token_name
+    return f" with token {name}" if name else " with the upload token"
 
 
 def imported_source(source: Mapping[str, Any], importer: str, token: str | None) -> dict[str, Any]:
@@ -86,7 +93,7 @@ def imported_source(source: Mapping[str, Any], importer: str, token: str | None)
     importer's (upload or cli); its evidence says it was imported, and by which way."""
     how = importer if importer in IMPORTED_KINDS else SourceKind.CLI.value
     kind = source.get("kind") if source.get("kind") in {k.value for k in SourceKind} else how
-    by = f"imported via {how}" + (f" with token sha256:{token_hash(token)}" if token else " (no token set)")
+    by = f"imported via {how}{token_credit(token)}"
     return {"id": source["id"], "kind": kind, "title": source.get("title") or source["id"],
             "publisher": source.get("publisher"), "date": source.get("date") or None, "url": source.get("url") or None,
             "evidence": by, "note": source.get("note") or None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import re
+import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -221,7 +222,8 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
     if now is not None and not write:
         yield from _shared(now, engine)
         return
-    with writer_turn(engine, mask_url(str(engine.url))) if write else nullcontext():
+    with writer_turn(engine, mask_url(str(engine.url))) if write else nullcontext(), \
+            files_uncapped() if write else nullcontext():
         conn = _connect(engine, write=write)
         with translated(engine), conn:
             if write:
@@ -239,6 +241,22 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
                     _SWEPT.add(str(engine.url))
             else:
                 yield conn
+
+
+@contextmanager
+def files_uncapped() -> Iterator[None]:
+    """This process's file-size limit (RLIMIT_FSIZE's soft limit) lifted to its hard limit inside the block: an
+    upload's worker caps the files it writes (an archive's members, its spools), never the store's own file, which
+    may be larger than any upload and is written at any offset. A process without a soft limit is left as it is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == hard:
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 
 
 def _shared(now: _Reading, engine: Engine) -> Iterator[Connection]:

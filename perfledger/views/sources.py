@@ -44,10 +44,22 @@ def table(state: SourcesView, engine: Engine) -> pl.DataFrame:
     if state.source:
         rows = store.results(engine, source_ids=[state.source])
         return rows.select(SOURCE_ROWS)
-    frame = store.sources(engine)
+    frame = sources(engine)
     if state.kinds:
         frame = frame.filter(pl.col("kind").is_in(list(state.kinds)))
     return frame.select("id", "kind", "url", "n_results", "date", "title", "publisher", "evidence")
+
+
+# How imports were credited to the upload token before its name: 12 hex digits of its unsalted SHA-256, which gave
+# a weak token away to a dictionary. Stores written then still hold it; it is never shown.
+_TOKEN_HASH = r" with token sha256:[0-9a-f]{12}"
+
+
+def sources(engine: Engine) -> pl.DataFrame:
+    """Every source with the rows it backs (store.sources), an import's evidence without the token hash that
+    earlier releases stored in it."""
+    frame = store.sources(engine)
+    return frame.with_columns(pl.col("evidence").str.replace(_TOKEN_HASH, " with the upload token (its hash hidden)"))
 
 
 IMPORT_KINDS = (SourceKind.UPLOAD.value, SourceKind.CLI.value)
@@ -60,13 +72,13 @@ IMPORT_SCHEMA: dict[str, pl.DataType] = {
 def imports(engine: Engine) -> pl.DataFrame:
     """Claim imports, newest first: per imported file (a stored claims file) and source, the rows stored and when;
     the rows of sources of kind upload or cli that no stored file brought come as one row with the file blank."""
-    sources = store.sources(engine).select(source="id", kind="kind")
+    kinds = store.sources(engine).select(source="id", kind="kind")
     runs = store.runs(engine).filter(pl.col("format") == LogFormat.CLAIMS_CSV.value)
-    ids = sources.filter(pl.col("kind").is_in(IMPORT_KINDS))["source"].to_list()
+    ids = kinds.filter(pl.col("kind").is_in(IMPORT_KINDS))["source"].to_list()
     results = store.results(engine, columns=("source_id", "run_id")).filter(
         pl.col("run_id").is_in(runs["id"].implode()) | pl.col("source_id").is_in(ids))
     frame = (results.group_by(source="source_id", run="run_id").agg(rows=pl.len())
-             .join(sources, on="source", how="left")
+             .join(kinds, on="source", how="left")
              .join(runs.select(run="id", file="file_name", imported="ingested_at"), on="run", how="left")
              .rename({"imported": "imported (UTC)"}))
     return frame.select(list(IMPORT_SCHEMA)).cast(IMPORT_SCHEMA).sort(  # type: ignore[arg-type]

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
+REBOUND = "rebound.example"  # a name of another site pointed at this machine, as DNS rebinding does
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+                 "--disable-sync", "--no-first-run", f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1"]
 START_TIMEOUT_S = 60.0
 UI_TIMEOUT_MS = 60_000  # a loaded 2-core machine takes 10-20 s for a first render
 expect.set_options(timeout=UI_TIMEOUT_MS)  # assertions wait as long as actions: charts draw late on a busy host

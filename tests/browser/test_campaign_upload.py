@@ -19,11 +19,11 @@ def test_a_zipped_sweep_sent_through_the_upload_box_is_stored_as_one_campaign(se
     archive = tmp_path / "sweep.zip"
     archive.write_bytes(zipped(SWEEP))
     open_app(page, server, "/campaigns")
-    panel = page.locator('[data-testid="stExpander"]').filter(has_text="Import a folder as one campaign")
+    panel = page.locator('[data-testid="stExpander"]').filter(has_text="Import a folder of runs as campaigns")
     panel.locator("summary").click()
     panel.locator('input[type="file"]').set_input_files(str(archive))
     expect(panel.locator(".status")).to_contain_text("sweep.zip")
-    panel.get_by_role("button", name="Import as one campaign").click()
+    panel.get_by_role("button", name="Import the folder").click()
     expect(panel.get_by_text("(sweep, 5 attempts): pick it below.")).to_be_visible(timeout=120_000)
     expect(panel).to_contain_text("Refused: core.bin: not a log format")
     settle(page)

@@ -1,13 +1,23 @@
-"""`perfledger audit` prints every claim kind, each figure in its own metric's unit."""
+"""`perfledger audit` prints every claim kind, each figure in its own metric's unit; its CSV is spreadsheet-safe."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 
+from ingest import pipeline
 from perfledger import cli
+from perfledger.records import RunConfig
+from tests.conftest import LOGS, ROOT
+
+CLAIMS = LOGS / "claims_example.csv"
 
 
 def audit_output(db_file: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -49,3 +59,38 @@ def test_figure_formats_each_unit() -> None:
     assert cli.figure(14.62, "x") == "14.6x"
     assert cli.figure(64800.0, "s") == "64,800.0 s"
     assert cli.figure(float("nan"), "days") == "-"
+
+
+HOSTILE_SOURCE = '=HYPERLINK("http://evil.example","details")'
+
+
+def formula_cells(text: str) -> list[str]:
+    """The cells of a CSV a spreadsheet would run as a formula: =, @, a tab or CR first, or + or - not a number."""
+    def runs(cell: str) -> bool:
+        if cell[:1] in ("=", "@", "\t", "\r"):
+            return True
+        if cell[:1] in ("+", "-"):
+            try:
+                float(cell)
+            except ValueError:
+                return True
+        return False
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row if runs(cell)]
+
+
+def hostile_claims(engine: Engine) -> None:
+    """The example claims under a source id that is a formula, as a claims file's author can write it."""
+    lines = CLAIMS.read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("metric,"))
+    quoted = '"' + HOSTILE_SOURCE.replace('"', '""') + '"'
+    rows = [line.replace("nv_blog_nemo_h200_2023", quoted) for line in lines[header + 1:]]
+    pipeline.commit(engine, "\n".join([lines[header], *rows, ""]).encode(), "claims.csv", RunConfig())
+
+
+def test_audit_csv_neutralises_a_claims_formula_as_every_csv_perfledger_writes(writable_engine: Engine) -> None:
+    hostile_claims(writable_engine)
+    url = writable_engine.url.render_as_string(hide_password=False)
+    out = subprocess.run([sys.executable, "-m", "perfledger", "audit", "--format", "csv", "--db", url], cwd=ROOT,
+                         capture_output=True, timeout=120, check=True).stdout.decode()
+    assert formula_cells(out) == []
+    assert "'" + HOSTILE_SOURCE.replace('"', '""') in out  # kept, as text

@@ -35,13 +35,19 @@ def mllog_time_to_train_s(path: Path) -> float:
     return (stop["time_ms"] - start) / 1000.0
 
 
-def test_an_mlperf_submission_scores_as_mlcommons_olympic_mean_of_its_result_files() -> None:
+def scaling_factor(folder: Path) -> float:
+    """The review's factor on the benchmark's score (scaling.json beside the result files)."""
+    return float(json.loads(next(folder.glob("results/*/*/scaling.json")).read_text())["scaling_factor"])
+
+
+def test_an_mlperf_submission_scores_as_mlcommons_olympic_mean_of_its_result_files_times_its_scaling() -> None:
     times = sorted(mllog_time_to_train_s(p) for p in sorted(MLPERF.glob("results/*/*/result_*.txt")))
     expected = sum(times[1:-1]) / (len(times) - 2)  # drop the fastest and the slowest, average the other eight
     plan = planned(MLPERF)
     assert plan.kind is CampaignKind.MLPERF and len(times) == 10
-    assert plan.score.value == pytest.approx(expected, rel=1e-3)
+    assert plan.score.value == pytest.approx(expected * scaling_factor(MLPERF), rel=1e-9)
     assert plan.score.unit == "s" and "olympic" in plan.score.rule and "training_rules.adoc" in plan.score.rule
+    assert "scaling factor 1.03472 of results/ESC_N8A-E12/llama2_70b_lora/scaling.json" in (plan.score.note or "")
 
 
 def test_an_mlperf_folder_carries_its_system_description_and_submission_keys_into_each_run() -> None:
@@ -138,4 +144,5 @@ def test_a_run_that_did_not_converge_is_a_failed_outcome_dropped_as_the_slowest(
     failed = [a for a in plan.attempts if a.kind is not OutcomeKind.COMPLETED]
     assert [(a.file_name, a.kind) for a in failed] == [(aborted.relative_to(folder).as_posix(), OutcomeKind.FAILED)]
     assert "aborted" in (failed[0].reason or "")
-    assert plan.score.value == pytest.approx(sum(converged[1:]) / 8, rel=1e-3)  # the aborted run is the slowest
+    expected = sum(converged[1:]) / 8 * scaling_factor(folder)  # the aborted run is the slowest
+    assert plan.score.value == pytest.approx(expected, rel=1e-9)

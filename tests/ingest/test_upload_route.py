@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import http.client
 import json
+import socket
 import tempfile
 import threading
 import time
@@ -50,10 +51,11 @@ def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def put(where: tuple[str, int], ticket: str, name: str, body: bytes | Iterator[bytes],
-        length: int | None = None) -> tuple[int, dict[str, Any]]:
-    """PUT `body` as a browser's upload box sends it; chunked when it is an iterator and no length is given."""
+        length: int | None = None, **sent: str) -> tuple[int, dict[str, Any]]:
+    """PUT `body` as a browser's upload box sends it; chunked when it is an iterator and no length is given; `sent`:
+    further headers (Host, Origin)."""
     conn = http.client.HTTPConnection(*where, timeout=60)
-    headers = {upload_route.NAME_HEADER: quote(name)}
+    headers = {upload_route.NAME_HEADER: quote(name), **sent}
     if length is not None:
         headers["Content-Length"] = str(length)
     try:
@@ -148,3 +150,58 @@ def test_an_upload_meeting_a_full_disk_says_the_disk_is_full_and_leaves_nothing(
         assert answer["error"].startswith(f"the temporary spool in {small} could not be written: the disk holding it "
                                           "is full")
         assert folders(small) == []
+
+
+@pytest.mark.parametrize("sent", [{"Host": "evil.example:8621"}, {"Origin": "http://evil.example:8621"},
+                                  {"Host": "127.0.0.1.nip.io:8501"}, {"Origin": "null"}],
+                         ids=["rebound-host", "foreign-origin", "loopback-lookalike", "opaque-origin"])
+def test_without_a_token_a_put_from_a_page_opened_by_another_name_is_refused_and_nothing_kept(
+        base: tuple[str, int], temp: Path, monkeypatch: pytest.MonkeyPatch, sent: dict[str, str]) -> None:
+    """DNS rebinding: a page of another site, its name pointed at 127.0.0.1, sends its own Host and Origin."""
+    monkeypatch.delenv("PERFLEDGER_UPLOAD_TOKEN", raising=False)
+    ticket = upload_route.issue("session-rebound", MIB)
+    status, answer = put(base, ticket, "x.log", b"iteration 1\n" * 100, **sent)
+    shown = next(iter(sent.values()))
+    assert status == 403 and answer["error"].startswith(
+        f"Writing from the browser is off for this page: it was opened as {shown} ({next(iter(sent))}), not as "
+        "localhost or 127.0.0.1, and this dashboard has no upload token")
+    assert folders(temp) == []
+
+
+@pytest.mark.parametrize("sent", [{"Host": "localhost:8501", "Origin": "http://localhost:8501"},
+                                  {"Host": "[::1]:8501", "Origin": "http://[::1]:8501"}, {}])
+def test_without_a_token_a_put_from_a_page_opened_as_localhost_is_kept(base: tuple[str, int], temp: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       sent: dict[str, str]) -> None:
+    monkeypatch.delenv("PERFLEDGER_UPLOAD_TOKEN", raising=False)
+    ticket = upload_route.issue("session-local", MIB)
+    assert put(base, ticket, "x.log", b"iteration 1\n", **sent)[0] == 200 and len(folders(temp)) == 1
+
+
+def test_with_a_token_a_put_under_a_ticket_is_kept_whatever_name_the_page_was_opened_by(
+        base: tuple[str, int], temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ticket is issued to a session that gave the token: a team server behind a proxy has a name of its own."""
+    monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", "s3cret-token")
+    ticket = upload_route.issue("session-proxied", MIB)
+    sent = {"Host": "ledger.team.example", "Origin": "https://ledger.team.example"}
+    assert put(base, ticket, "x.log", b"iteration 1\n", **sent)[0] == 200 and len(folders(temp)) == 1
+
+
+def test_an_upload_that_stops_sending_is_dropped_after_its_idle_time_and_its_folder_removed(
+        base: tuple[str, int], temp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upload_route, "IDLE_S", 1.0)
+    ticket = upload_route.issue("session-idle", MIB)
+    with socket.create_connection(base, timeout=15) as conn:
+        conn.sendall(f"PUT {upload_route.PATH}{ticket} HTTP/1.1\r\nHost: 127.0.0.1\r\n{upload_route.NAME_HEADER}: "
+                     "stalled.log\r\nContent-Length: 100000\r\n\r\n".encode() + b"iteration 1\n" * 100)
+        deadline = time.monotonic() + 10
+        while not folders(temp) and time.monotonic() < deadline:  # the first bytes arrived, then nothing more
+            time.sleep(0.05)
+        assert len(folders(temp)) == 1
+        answer = b""  # the server's answer, before the client ever finishes, until it closes the connection
+        while chunk := conn.recv(65536):
+            answer += chunk
+    answer = answer.decode()
+    assert answer.startswith("HTTP/1.1 408")
+    assert '"stalled.log: the upload sent nothing for 1 s and was dropped; nothing was kept."' in answer
+    assert folders(temp) == []

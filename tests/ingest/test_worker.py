@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ingest import worker
+from perfledger import store
 from perfledger.errors import PerfledgerError
 from perfledger.store import leftovers
 from tests.conftest import LOGS
@@ -96,3 +100,57 @@ def test_a_count_that_is_not_positive_comes_back_as_its_sentence() -> None:
 def test_a_library_that_cannot_load_under_the_memory_limit_is_a_memory_stop(error: BaseException,
                                                                            memory: bool) -> None:
     assert worker.out_of_memory(error) is memory
+
+
+def _loaded_then(python: str) -> tuple[str, ...]:
+    """A worker command that gets past loading (it marks its folder so) and then runs `python`."""
+    script = f"import os, signal, sys, time; from pathlib import Path; Path(sys.argv[2], 'loaded').touch(); {python}"
+    return (sys.executable, "-c", script)
+
+
+def test_a_worker_killed_from_outside_says_the_signal_not_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "COMMAND", _loaded_then("time.sleep(60)"))
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 2048))
+    deadline = time.monotonic() + 30
+    while not (job.folder / "loaded").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(job.proc.pid, signal.SIGKILL)  # as the system's out-of-memory killer, or an operator, would
+    with pytest.raises(worker.IngestStopped, match=r"^the upload's worker was killed \(signal SIGKILL\) before it "
+                                                   r"could read it, by another process or by the system"):
+        worker.prepared_from(worker.wait(job))
+
+
+def test_a_worker_that_crashes_says_so_with_its_signal_not_the_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "COMMAND", _loaded_then("import ctypes; ctypes.string_at(0)"))  # a NULL read
+    job = worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, NO_STORE, None, worker.Limits(120, 2048))
+    with pytest.raises(worker.IngestStopped, match=r"^the upload's worker crashed \(signal SIGSEGV\) trying to read "
+                                                   r"it, a fault in a library it uses"):
+        worker.prepared_from(worker.wait(job))
+
+
+def test_a_worker_writing_a_file_past_its_size_limit_is_stopped_and_says_so(tmp_path: Path) -> None:
+    from ingest import campaign_job
+    from tests.ingest.test_campaign_zip import archive_of
+
+    zipped = tmp_path / "big.zip"
+    zipped.write_bytes(archive_of("big.log", b"iteration 1\n" * 300_000))  # 3.4 MB once unpacked, 1 MB allowed
+    job = campaign_job.start_campaign(zipped, "big.zip", NO_STORE, 64 * 2**20, worker.Limits(120, 2048, file_mb=1))
+    with pytest.raises(worker.IngestStopped, match=r"^the upload's worker was stopped writing a file larger than 1 MB "
+                                                   r"\(an unpacked file or a spool of its steps\); raise "
+                                                   r"PERFLEDGER_INGEST_FILE_MB; nothing was stored$"):
+        campaign_job.campaign_from(worker.wait(job))
+    assert job.proc.returncode == -signal.SIGXFSZ
+    job.cancel()
+
+
+def test_the_store_file_is_written_past_the_workers_file_size_limit(writable_engine: Any) -> None:
+    """The cap is on the worker's own files (spools, unpacked members), never on the store's, larger than any upload."""
+    store_file = Path(str(writable_engine.url.database))
+    limits = worker.Limits(120, 2048, file_mb=1)
+    assert store_file.stat().st_size > 2**20
+    url = writable_engine.url.render_as_string(hide_password=False)
+    prepared = worker.prepared_from(worker.wait(worker.start_prepare(MEGATRON.read_bytes(), MEGATRON.name, url, None,
+                                                                     limits)))
+    saved = worker.saved_from(worker.wait(worker.start_save(prepared, url, limits)))
+    prepared.close()
+    assert saved.created and store.run(writable_engine, saved.run_id) is not None

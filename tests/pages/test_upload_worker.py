@@ -25,7 +25,7 @@ def test_an_upload_past_the_time_limit_is_stopped_and_the_page_says_so(
     at.file_uploader(key="ru_file").set_value((MEGATRON.name, MEGATRON.read_bytes(), "text/plain")).run()
     assert not at.exception
     said = "the upload took longer than 1 s to read and was stopped; nothing was stored"
-    assert [e.value for e in at.error] == [said]
+    assert [e.value.replace("\\", "") for e in at.error] == [said]  # shown escaped
     assert not at.button and store.counts(seeded_engine) == before
 
 
@@ -40,3 +40,21 @@ def test_an_upload_is_previewed_and_stored_through_the_worker(seeded_engine: Eng
     run_id = int(at.query_params["run"][0] if isinstance(at.query_params["run"], list) else at.query_params["run"])
     row = store.run(seeded_engine, run_id)
     assert row is not None and row.file_name == MEGATRON.name
+
+
+HOSTILE = "**bold** :red[red] $x^2$ [a site](https://evil.example)"
+
+
+@pytest.mark.parametrize(("name", "raw"), [
+    (f"{HOSTILE}.log", bytes(range(256)) * 16),  # the file's name, in "not a log format"
+    ("claims.csv", f"metric,value,unit,model,accelerator,source_id\n{HOSTILE},1,x,y,z,w\n".encode()),  # its text
+], ids=["file-name", "claims-text"])
+def test_a_refused_uploads_name_and_text_are_shown_as_typed_never_as_markdown(
+        seeded_engine: Engine, open_page: Callable[..., AppTest], name: str, raw: bytes) -> None:
+    at = open_page("runs")
+    at.file_uploader(key="ru_file").set_value((name, raw, "text/plain")).run()
+    assert not at.exception
+    (said,) = [e.value for e in at.error]
+    assert HOSTILE in said.replace("\\", "").replace("\u2060", "")  # every character as typed...
+    for markdown in ("**bold**", ":red[", "$x^2$", "[a site](https://"):  # ...and none of it read as Markdown
+        assert markdown not in said

@@ -55,6 +55,40 @@ def test_read_only_cli_init_and_ingest_exit_1_with_a_sentence(seeded_db_file: Pa
     assert store.counts(store.engine_from_url(url)) == before
 
 
+def _fingerprints(*folders: Path) -> dict[str, bytes]:
+    return {str(path): path.read_bytes() for folder in folders for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_read_only_means_no_cli_command_writes_the_store_or_a_data_file(seeded_db_file: Path, tmp_path: Path) -> None:
+    """Every command that writes, run as a user would with PERFLEDGER_READ_ONLY=1: a sentence, exit 1 or 2, and
+    every byte of the store and of the data folder as it was (`keys add` appended to metric_keys.csv)."""
+    data, stored = tmp_path / "data", tmp_path / "stored"
+    shutil.copytree(DATA_DIR, data, ignore=shutil.ignore_patterns("logs"))
+    stored.mkdir()
+    shutil.copy(seeded_db_file, stored / "ro.duckdb")
+    url = f"duckdb:///{stored / 'ro.duckdb'}"
+    rules = tmp_path / "rules.csv"
+    rules.write_text("benchmark,problem,runs,dropped_each_end,max_non_converged,source,locator\n"
+                     "new_bench,A new benchmark,10,1,1,mlcommons/training_policies training_rules.adoc,Results\n")
+    keys = tmp_path / "keys.csv"
+    keys.write_text("framework,key,column,unit,requires,identifies,note\n*,my/step_time,step_time_s,s,,,\n")
+    writes = [("perfledger", "keys", "add", "my/tokens", "tokens", "count"), ("perfledger", "keys", "add", str(keys)),
+              ("perfledger", "catalog", "rules", "add", str(rules)),
+              ("perfledger", "catalog", "add", str(data / "models.csv"), "--db", url),
+              ("perfledger", "catalog", "link", "A100", "a100-80gb", "--db", url),
+              ("perfledger", "init", "--db", url, "--data", str(data)), ("perfledger", "rebuild", "--db", url),
+              ("perfledger", "delete", "--source", "my_bench", "--db", url),
+              ("perfledger", "copy", "--from", url, "--to", f"duckdb:///{tmp_path / 'copy.duckdb'}"),
+              ("ingest", str(MEGATRON), "--db", url), ("ingest", str(LOGS.parent / "campaigns" /
+                                                                "bigscience_gpt2_meg_base_sweep"), "--db", url)]
+    before = _fingerprints(data, stored)
+    for module, *args in writes:
+        out = cli(module, *args, PERFLEDGER_READ_ONLY="1", PERFLEDGER_DATA_DIR=str(data))
+        assert out.returncode in (1, 2) and "read-only" in out.stderr and "Traceback" not in out.stderr, (args, out)
+    assert _fingerprints(data, stored) == before
+    assert not (tmp_path / "copy.duckdb").exists()
+
+
 # ------------------------------------------------------------------------------------- upload token (page)
 
 def _runs_page(monkeypatch: pytest.MonkeyPatch, url: str, token: str | None) -> object:
