@@ -10,9 +10,10 @@ and scores four things:
   (`--devices` is passed only from the `devices` column, which some per-device figures need);
 - where the manifest has a `model` (a catalog id the log names), the stored config's `model` equals it;
 - where the manifest has `devices_stated`, the stored config's `n_devices` equals it, read from a run given
-  no `--devices` hint (the point is whether the product reads the count from the log).
+  no `--devices` hint (the point is whether the product reads the count from the log); a manifest may call that
+  column `n_devices` (tests/fixtures/logs_own_figures.csv), and an `accelerator` column is scored the same way.
 
-Usage: python bench/unseen.py [--dir FOLDER] [--json]      (default tests/fixtures/unseen; always exits 0)
+Usage: python bench/unseen.py [--dir FOLDER | --manifest CSV] [--json]   (default tests/fixtures/unseen; exits 0)
 """
 from __future__ import annotations
 
@@ -82,22 +83,30 @@ def product_value(obj: dict[str, Any], metric: str) -> tuple[float | None, str]:
     return None, "no figure"
 
 
+def devices_stated(row: dict[str, str]) -> str:
+    return (row.get("devices_stated") or row.get("n_devices") or "").strip()
+
+
 def identity_checks(row: dict[str, str], obj: dict[str, Any] | None) -> dict[str, Any]:
-    """The model and device count the product stored, against the manifest's (None where the manifest has none)."""
+    """The model, device count and accelerator the product stored, against the manifest's (None where the manifest
+    has none)."""
     config: dict[str, Any] = (obj or {}).get("config") or {}
-    model, devices = (row.get("model") or "").strip(), (row.get("devices_stated") or "").strip()
+    model, devices = (row.get("model") or "").strip(), devices_stated(row)
+    accelerator = (row.get("accelerator") or "").strip()
     got_devices = config.get("n_devices")
     return {"model_expected": model or None, "model_got": config.get("model"),
             "model_ok": (config.get("model") == model) if model else None,
             "devices_expected": int(devices) if devices else None, "devices_got": got_devices,
-            "devices_ok": (got_devices == int(devices)) if devices else None}
+            "devices_ok": (got_devices == int(devices)) if devices else None,
+            "accelerator_expected": accelerator or None, "accelerator_got": config.get("accelerator"),
+            "accelerator_ok": (config.get("accelerator") == accelerator) if accelerator else None}
 
 
 def measure(row: dict[str, str], folder: Path) -> dict[str, Any]:
     own = float(row["own_value"])
     hint = row.get("devices", "").strip()
     obj, reason = run_ingest(folder / row["file"], hint)
-    plain = run_ingest(folder / row["file"], "")[0] if hint and (row.get("devices_stated") or "").strip() else obj
+    plain = run_ingest(folder / row["file"], "")[0] if hint and devices_stated(row) else obj
     rec: dict[str, Any] = {"file": row["file"], "framework": row["framework"], "kind": row["kind"],
                            "metric": row["own_metric"], "own": own, "read": obj is not None,
                            "format": None, "product": None, "rel_diff": None, "ok": False, "note": reason}
@@ -136,10 +145,12 @@ def share(records: list[dict[str, Any]], key: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=UNSEEN, help="folder with the logs and their manifest.csv")
+    ap.add_argument("--manifest", type=Path, help="a manifest CSV elsewhere (its file column relative to its folder)")
     ap.add_argument("--json", action="store_true", help="print the per-file records as a JSON list")
     args = ap.parse_args()
-    folder = args.dir if args.dir.is_absolute() else ROOT / args.dir
-    with open(folder / "manifest.csv", newline="", encoding="utf-8") as fh:
+    manifest = args.manifest or (args.dir if args.dir.is_absolute() else ROOT / args.dir) / "manifest.csv"
+    folder = manifest.parent
+    with open(manifest, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     records = [measure(r, folder) for r in rows]
     if args.json:
@@ -152,12 +163,14 @@ def main() -> int:
         print(f"{r['file']:<62} {fmt_read:<28} {r['metric']:<16} own={fmt(r['own']):<12} "
               f"product={fmt(r['product']):<12} diff={diff:<9} {'OK' if r['ok'] else 'FAIL'}{tail}"
               f"  model: {identity_text(r['model_expected'], r['model_got'], r['model_ok'])}"
-              f"  devices: {identity_text(r['devices_expected'], r['devices_got'], r['devices_ok'])}")
+              f"  devices: {identity_text(r['devices_expected'], r['devices_got'], r['devices_ok'])}"
+              f"  accelerator: {identity_text(r['accelerator_expected'], r['accelerator_got'], r['accelerator_ok'])}")
     n = len(records)
     print(f"read: {sum(r['read'] for r in records)} of {n}")
     print(f"within 1%: {sum(r['ok'] for r in records)} of {n}")
     print(f"model (where the log names one in the catalog): {share(records, 'model_ok')}")
     print(f"devices (where the log states the count): {share(records, 'devices_ok')}")
+    print(f"accelerator (where the log states it): {share(records, 'accelerator_ok')}")
     return 0
 
 

@@ -59,15 +59,19 @@ def weigh(head: str, *, file_name: str) -> Detection:
     """The parser for a file whose first bytes (as clean text) are `head`, by weight of evidence; UnknownFormat
     if no parser accepts it."""
     candidates = [parser for parser in registry() if parser.sniff(head, file_name)]
+    outweighed: list[type[LogParser]] = []  # formats of their own a reader of last resort outweighed
     if any(p.fallback for p in candidates) and not all(p.fallback for p in candidates):
-        candidates = _without_fallback(candidates, head)
+        kept = _without_fallback(candidates, head)
+        outweighed = [p for p in candidates if p not in kept]
+        candidates = kept
     if not candidates:
         known = ", ".join(fmt.value for fmt in LogFormat)
         raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
     lines = head.split("\n")
     if len(candidates) == 1:  # nothing to weigh: count its evidence only as far as MIN_EVIDENCE
         claims = (i for i, line in enumerate(lines) if candidates[0].claims(line))
-        return Detection(candidates[0], sum(1 for _ in itertools.islice(claims, MIN_EVIDENCE)))
+        return Detection(candidates[0], sum(1 for _ in itertools.islice(claims, MIN_EVIDENCE)),
+                         _stray(lines, outweighed, candidates[0]))
     claimed = [[i for i, line in enumerate(lines) if parser.claims(line)] for parser in candidates]
     if not claimed[0]:
         return Detection(candidates[0], 0)
@@ -79,7 +83,15 @@ def weigh(head: str, *, file_name: str) -> Detection:
     own = set(claimed[best])
     stray = sorted({StrayLine(i + 1, candidates[k].format) for k in range(best) for i in claimed[k] if i not in own},
                    key=lambda s: s.lineno)
+    stray = sorted({*stray, *_stray(lines, outweighed, candidates[best])}, key=lambda s: s.lineno)
     return Detection(candidates[best], len(claimed[best]), tuple(stray))
+
+
+def _stray(lines: list[str], outweighed: list[type[LogParser]], winner: type[LogParser]) -> tuple[StrayLine, ...]:
+    """The head lines an outweighed format claimed that the winner does not: a stray `:::MLLOG` line atop a console
+    log of records."""
+    return tuple(StrayLine(i + 1, parser.format) for parser in outweighed for i, line in enumerate(lines)
+                 if parser.claims(line) and not winner.claims(line))
 
 
 def _without_fallback(candidates: list[type[LogParser]], head: str) -> list[type[LogParser]]:

@@ -30,6 +30,9 @@ class Hints:
 
 
 NO_HINTS = Hints()
+# the flag that gives each field, for where a hinted field came from
+FLAGS = {"model": "--model", "accelerator": "--accelerator", "n_devices": "--devices", "precision": "--precision",
+         "seq_len": "--seq-len"}
 
 
 def hints(model: str | None = None, accelerator: str | None = None, devices: int | None = None,

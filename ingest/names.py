@@ -10,8 +10,9 @@ import itertools
 from dataclasses import dataclass
 
 from ingest.parsers._common import load_json
+from ingest.parsers._record_text import csv_fields
 from ingest.parsers.key_value_log import is_record, line_pairs
-from ingest.parsers.metrics_file import DELIMITERS, csv_fields
+from ingest.parsers.metrics_file import DELIMITERS
 from ingest.text import clean_text, decode
 from perfledger.metric_keys import Vocabulary, load_vocabulary
 

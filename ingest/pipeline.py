@@ -23,6 +23,8 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from ingest import hints as hint
+from ingest import identity
+from ingest.config_lines import ConfigLines
 from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
 from ingest.hints import Hints
 from ingest.known import KnownRows, bundled_rows
@@ -37,6 +39,7 @@ from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
 from perfledger.errors import ParseError, PerfledgerError
+from perfledger.frameworks import load_frameworks
 from perfledger.records import ParseSummary, PreparedRun, RunConfig, SaveResult, more_problems
 from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
@@ -79,7 +82,8 @@ class IngestOutcome:
                 "steps": self.steps, "skipped_lines": self.skipped_lines,
                 "warnings": list(self.summary.warnings), "problems": list(self.problems),
                 "problems_left_out": dict(self.problems_left_out), "problems_more": more_problems(self.problems_left_out),
-                "config": self.summary.config, "steady_state": self.summary.steady_state_json(),
+                "config": self.summary.config, "identity": self.summary.identity,
+                "steady_state": self.summary.steady_state_json(),
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json(), "dry_run": self.dry_run,
                 "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
@@ -110,11 +114,18 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
     stream, parser = _detected(limited, file_name)
     spool = StepSpool()
     try:
-        parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None)
+        scan = None if parser.reads_bytes or parser.format in _NO_IDENTITY else ConfigLines(load_frameworks())
+        parser.config_lines = scan
+        parsed = _parse(parser, stream, spool, lambda: on_progress(limited.count) if on_progress else None, scan)
         given = _hints(overrides)
-        config = resolve_config(hint.apply(parsed.config, given))
-        parsed = replace(parsed, warnings=parsed.warnings + given.warnings)
-        summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config))
+        read = _identity(parsed, scan)
+        config = resolve_config(hint.apply(read.config, given))
+        provenance = identity.merged_provenance(read.provenance, hint.changes(read.config, config), given.config,
+                                                hint.FLAGS)
+        still_true = identity.still_true(parsed.warnings, parsed.config, read)
+        parsed = replace(parsed, warnings=still_true + read.warnings + given.warnings)
+        summary = summarize(parsed, config, spool.for_summary(), _catalog_rows(engine, config),
+                            provenance=provenance)
         prepared = PreparedRun(
             file_name=clean_text(Path(file_name).name),
             format=parser.format,
@@ -138,12 +149,24 @@ def _prepare(raw: BinaryIO | bytes, file_name: str, overrides: Overrides, engine
     return prepared, summary
 
 
+_NO_IDENTITY = frozenset({LogFormat.CLAIMS_CSV, LogFormat.MICROBENCH})  # a table of claims: each row its own
+
+
+def _identity(parsed: ParseSummary, scan: ConfigLines | None) -> identity.Identity:
+    """The run's identity from its reader's configuration and every configuration line of the log."""
+    if parsed.format in _NO_IDENTITY:
+        return identity.Identity(parsed.config, {})
+    return identity.resolve(parsed.config, scan.statements() if scan is not None else (), reader=parsed.format.value,
+                            frameworks=load_frameworks(), scope=tuple(parsed.meta.get("frameworks") or ()))
+
+
 def _hints(overrides: Overrides) -> Hints:
     return overrides if isinstance(overrides, Hints) else Hints(config=overrides)
 
 
 def _stored_config(summary: RunSummary, meta: dict[str, Any]) -> dict[str, Any]:
-    return summary.config | {"format_meta": meta} if meta else summary.config
+    config = summary.config | ({"identity": summary.identity} if summary.identity else {})
+    return config | {"format_meta": meta} if meta else config
 
 
 def _stored_summary(summary: RunSummary) -> dict[str, Any]:
@@ -163,19 +186,23 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
     parser = detect_head(head_bytes, file_name=file_name)(file_name)
     skip_stray_lines(parser, head_bytes)
     if not parser.reads_bytes:
-        parser.saw_time(date_in_text(head_bytes.decode("utf-8", "replace")))
+        head = clean_text(head_bytes.decode("utf-8", "replace"))
+        parser.saw_time(date_in_text(head))
+        parser.look(head)
     return stream, parser
 
 
-def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
-    """One pass over the file: every step frame into the spool, in batches; what else the parser learnt."""
+def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None],
+           scan: ConfigLines | None = None) -> ParseSummary:
+    """One pass over the file: every step frame into the spool, in batches; what else the parser learnt; and, into
+    `scan`, every configuration line (searched for on the reader threads beside the parser's own preparing)."""
     span: PrintedSpan | None = None
     try:
         if parser.reads_bytes:  # a binary format: the stream itself, read once in order
             frames = parser.feed_stream(stream)
         else:
             span = PrintedSpan(iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes))
-            frames = _chunk_frames(parser, iter(span))
+            frames = _chunk_frames(parser, iter(span), scan)
         backwards = 0
 
         def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
@@ -205,13 +232,15 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
     return parsed
 
 
-def _chunk_frames(parser: LogParser, chunks: Iterator[TextChunk]) -> Iterator[pl.DataFrame]:
+def _chunk_frames(parser: LogParser, chunks: Iterator[TextChunk], scan: ConfigLines | None) -> Iterator[pl.DataFrame]:
     """The parser's frames of each chunk, read ahead on threads (ingest.streams.read_ahead) when there is more than
     one chunk: for a file of one chunk (a round's result files: 10 KB-1 MB) the threads were all cost, 2-4 ms."""
+    prepare, feed = (parser.prepare_chunk, parser.feed_prepared) if scan is None \
+        else scan.beside(parser.prepare_chunk, parser.feed_prepared)
     ahead = list(itertools.islice(chunks, 2))
     if len(ahead) < 2:
-        return iter([parser.feed_prepared(parser.prepare_chunk(chunk)) for chunk in ahead])
-    return read_ahead(itertools.chain(ahead, chunks), parser.prepare_chunk, parser.feed_prepared)
+        return iter([feed(prepare(chunk)) for chunk in ahead])
+    return read_ahead(itertools.chain(ahead, chunks), prepare, feed)
 
 
 def _reporting(frames: Iterator[pl.DataFrame], progress: Callable[[], None]) -> Iterator[pl.DataFrame]:
@@ -231,15 +260,10 @@ def _catalog_rows(engine: store.Engine | KnownRows | None, config: RunConfig) ->
         model, accelerator = store.catalog_rows(engine, config.model, config.accelerator)
         if (model is None and config.model or accelerator is None and config.accelerator) \
                 and catalog_is_empty(engine):
-            return _bundled_catalog_rows(config)
+            return bundled_rows().rows_for(config)  # a store never initialised: the catalog bundled in data/
     except PerfledgerError:
         return CatalogRows()
     return CatalogRows(model=model, accelerator=accelerator)
-
-
-def _bundled_catalog_rows(config: RunConfig) -> CatalogRows:
-    """The rows of the catalog bundled in data/, for a store that was never initialised."""
-    return bundled_rows().rows_for(config)
 
 
 def _meta_sources(meta: dict[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -319,11 +343,13 @@ def restate(engine: store.Engine, run_id: int, overrides: Overrides, *, file_nam
                                          if f.name in stored.config}))
     after = resolve_config(hint.apply(before, given))
     changed = hint.changes(before, after)
+    provenance = identity.merged_provenance(stored.config.get("identity") or {}, changed, given.config, hint.FLAGS)
     parsed = ParseSummary(format=LogFormat(stored.format), config=after, meta=stored.config.get("format_meta") or {},
                           warnings=parser_warnings(stored.warnings) + given.warnings)
     rule_fields = {f.name for f in fields(SteadyRule)}
     rule = SteadyRule(**{k: v for k, v in ((stored.summary or {}).get("rule") or {}).items() if k in rule_fields})
-    summary = summarize(parsed, after, store.steps(engine, run_id), _catalog_rows(engine, after), rule)
+    summary = summarize(parsed, after, store.steps(engine, run_id), _catalog_rows(engine, after), rule,
+                        provenance=provenance)
     if changed:
         meta = stored.config.get("format_meta") or {}
         restate_run(engine, run_id, config=_stored_config(summary, meta), summary=_stored_summary(summary),

@@ -12,9 +12,14 @@ HF samples/s becomes tokens/s per device only when the sequence length and the d
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from perfledger.calc import flops as fl
+from perfledger.calc import metrics as m
+from perfledger.calc.conventions import conventions
+from perfledger.errors import InvalidInput
 from perfledger.records import ResultRecord, RunConfig
 from perfledger.vocabulary import LogFormat, Metric
 
@@ -25,8 +30,8 @@ _COLUMNS = {Metric.MODEL_TFLOPS_PER_DEVICE.value: "reported_tflops_per_device",
 
 
 # Formats whose result rows are the run's own figures (a claims file or a baselines file holds other runs' figures).
-RUN_LOGS = frozenset({LogFormat.NEMO, LogFormat.DEEPSPEED, LogFormat.HF_TRAINER_LOG, LogFormat.HF_TRAINER_STATE,
-                      LogFormat.HF_RESULTS_JSON})
+RUN_LOGS = frozenset({LogFormat.NEMO, LogFormat.DEEPSPEED, LogFormat.KEY_VALUE, LogFormat.HF_TRAINER_STATE,
+                      LogFormat.METRICS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +61,10 @@ def _figure(r: ResultRecord, config: RunConfig) -> RunFigure | None:
         return None
     if r.evidence == "reported" and r.metric in _COLUMNS:
         return RunFigure(_COLUMNS[r.metric], r.value, over)
-    if r.metric == Metric.SAMPLES_PER_S.value and r.framework == "transformers" and config.seq_len \
+    if r.metric == Metric.SAMPLES_PER_S.value and r.evidence in ("reported", "measured") and config.seq_len \
             and config.n_devices:
         return RunFigure("reported_tokens_per_s_per_device", r.value * config.seq_len / config.n_devices,
-                         f"derived: train_samples_per_second {r.value:g} x seq_len {config.seq_len} / "
+                         f"derived: the log's samples/s {r.value:g} x seq_len {config.seq_len} / "
                          f"{config.n_devices} devices; {over}")
     return None
 
@@ -73,3 +78,57 @@ def derived_results(figures: dict[str, RunFigure], config: RunConfig) -> tuple[R
                          unit=Metric.TOKENS_PER_S_PER_DEVICE.unit, n_devices=config.n_devices,
                          framework=config.framework, seq_len=config.seq_len, evidence="derived",
                          locator="train summary", note=figure.over),)
+
+
+def reported_beside_ours(window: dict[str, float | None], tps: float | None, tflops: float | None,
+              mfu: float | None, printed: Mapping[str, RunFigure]) -> dict[str, Any]:
+    """The log's own figures (median over the window, else printed once for the run: `printed_over` says over
+    what) beside ours, with the relative difference."""
+    out: dict[str, Any] = {}
+    for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
+                         ("reported_mfu", mfu)):
+        theirs = window.get(column)
+        if theirs is None and column in printed:
+            theirs = printed[column].value
+            out.setdefault("printed_over", {})[column.removeprefix("reported_")] = printed[column].over
+        if theirs is None:
+            continue
+        out[column] = theirs
+        if ours:
+            out[column.replace("reported_", "diff_")] = (ours - theirs) / theirs if theirs else None
+    return out
+
+
+def explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float,
+                               precision: str | None) -> None:
+    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs convention that reproduces
+    it (perfledger.calc.conventions: the default, causal-halved attention, 6N, 6N + 12·L·s·h, the embedding
+    counted); `reported["conventions"]` lists what each gives.
+
+    Frameworks changed their counting (Megatron-LM halved attention for the causal mask in 2025-03, NeMo in
+    2025-08), so a difference is usually a convention, not a measurement error.
+    """
+    diff = reported.get("diff_tflops_per_device")
+    theirs = reported.get("reported_tflops_per_device")
+    if diff is None or theirs is None or abs(diff) <= 0.02:
+        return
+    candidates = []
+    for c in conventions(precision):
+        if c.peak_precision is not None or c.name == "lora":  # a peak convention, or one for LoRA runs only
+            continue
+        try:
+            ours = m.model_tflops(tps, c.flops(shape, seq_len))
+        except InvalidInput:
+            continue
+        candidates.append((abs(ours - theirs) / theirs, c.name, c.title, ours))
+    if not candidates:
+        return
+    reported["conventions"] = {name: ours for _, name, _, ours in candidates}
+    gap, name, title, ours = min(candidates)
+    if gap <= 0.02:
+        reported["explained_by_formula"] = name
+        reported["explanation"] = (f"the log counts FLOPs as '{title}': {ours:.1f} TFLOP/s under "
+                                   f"that convention, {gap:.1%} from the log's {theirs:g}")
+    else:
+        reported["explanation"] = (f"no FLOPs convention reproduces the log's {theirs:g} TFLOP/s within 2% "
+                                   f"(closest: {name}, {ours:.1f}); check the architecture the log states")

@@ -77,11 +77,12 @@ class StepSpool:
         """The columns the summary reads, in step order: a reported figure or an RLHF step's parts only where the
         log printed them."""
         files = self.ordered()
-        reported = [c for c in REPORTED_COLUMNS if c in self._reported]
+        reported = ["samples", *(c for c in REPORTED_COLUMNS if c in self._reported)]
         if self._phases:
-            reported += ["samples", *PHASE_COLUMNS]
+            reported += PHASE_COLUMNS
         if not files:
-            return pl.LazyFrame(schema={c: pl.Float64 for c in STEADY_COLUMNS} | {"step": pl.Int64, "launch": pl.Int64})
+            return pl.LazyFrame(schema={c: pl.Float64 for c in (*STEADY_COLUMNS, "samples")}
+                                | {"step": pl.Int64, "launch": pl.Int64})
         steps = pl.scan_parquet(list(files)).select(*STEADY_COLUMNS, *reported)
         # A short run is read once and summarised in memory: the summary's dozen passes each read the files
         # again (12-15 Parquet scans, about a third of a small MLPerf result file's preparation).

@@ -14,16 +14,23 @@ from typing import Any
 
 import polars as pl
 
+from ingest import derived
 from ingest.parsers._records import step_time_source_text
-from ingest.printed import RunFigure, derived_results, run_figures
+from ingest.printed import derived_results, explain_tflops_difference, reported_beside_ours, run_figures
 from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
-from perfledger.calc.conventions import conventions
 from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
 from perfledger.calc.phases import phase_figures
-from perfledger.calc.steady import SteadyRule, SteadyState, not_steady, steady_state, steady_state_of_ordered
+from perfledger.calc.steady import (
+    SteadyRule,
+    SteadyState,
+    not_steady,
+    steady_columns,
+    steady_state,
+    steady_state_of_ordered,
+)
 from perfledger.errors import InvalidInput
 from perfledger.records import ParseSummary, ResultRecord, RunConfig
 from perfledger.vocabulary import LogFormat
@@ -61,6 +68,7 @@ class RunSummary:
     launches: tuple[LaunchSpan, ...] = ()  # every launch of the file, when it holds more than one
     launch: int | None = None  # the launch summarised (the longest)
     phases: dict[str, float] = field(default_factory=dict)  # an RLHF step's parts (perfledger.calc.phases)
+    identity: dict[str, Any] = field(default_factory=dict)  # field -> {"from", "where"}: see ingest.identity
     step_time_source: str | None = None  # where the step times came from, in words, when the reader says
 
     def launches_json(self) -> list[dict[str, Any]]:
@@ -134,7 +142,9 @@ def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelSh
             and config.vocab_size:
         return fl.ModelShape(layers=config.num_layers, hidden=config.hidden_size, heads=config.num_attention_heads,
                              kv_heads=config.num_kv_heads or config.num_attention_heads,
-                             ffn_hidden=config.ffn_hidden_size, vocab=config.vocab_size, swiglu=bool(config.swiglu),
+                             ffn_hidden=config.ffn_hidden_size, vocab=config.vocab_size,
+                             swiglu=bool(config.swiglu) if config.swiglu is not None
+                             else (model_row or {}).get("ffn_kind") == "swiglu",
                              moe_top_k=config.moe_top_k or 1)
     if model_row is not None:
         try:
@@ -145,45 +155,60 @@ def _shape(config: RunConfig, model_row: Mapping[str, Any] | None) -> fl.ModelSh
 
 
 def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.LazyFrame,
-              known: CatalogRows = NOTHING_KNOWN, rule: SteadyRule = DEFAULT_RULE) -> RunSummary:
+              known: CatalogRows = NOTHING_KNOWN, rule: SteadyRule = DEFAULT_RULE, *,
+              provenance: dict[str, Any] | None = None) -> RunSummary:
     """steps: a frame in any order, or a LazyFrame in step order (the pipeline's spool), which is read in
     streaming passes, so that memory does not grow with the number of steps."""
     warnings = list(parsed.warnings) + ([known.note] if known.note else [])
     why: dict[str, str] = {}
+    provenance = dict(provenance or {})
     launches = _launches(steps)
     launch = chosen_launch(list(launches)).launch if launches else None
     if launch is not None:
         steps = steps.filter(pl.col("launch").fill_null(1) == launch)
+    config = derived.batch_from_steps(steps, config, provenance)
     steps = _tokens_from_batch(steps, config, warnings)
-    steady = _steady(steps, rule, why)
-    if steady is not None and (flags := not_steady(steady)):
-        warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
-    window = _window_medians(steps.lazy(), steady)
-    phases = phase_figures(steps.lazy(), steady.first_step, steady.last_step) if steady else {}
-    tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     model_row, acc_row = known.model, known.accelerator
     shape = _shape(config, model_row)
     seq_len = config.seq_len or (model_row or {}).get("seq_len")
     f = _flops(shape, seq_len, config, why)
+    rule = _with_limits(rule, f, acc_row, config)
+    steady = _steady(steps, rule, why)
+    if steady is not None and steady.impossible:
+        warnings.append(f"{steady.impossible:,} step(s) faster than the device can be (above the peak of "
+                        f"{rule.max_tflops_per_device:,.0f} TFLOP/s per device at {config.precision}): physically "
+                        "impossible (a step timed at its launch, not its end?), flagged and left out of the steady "
+                        "window")
+    if steady is not None and (flags := not_steady(steady)):
+        warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
+    window = _window_medians(steps.lazy(), steady)
+    phases = phase_figures(steps.lazy(), steady.first_step, steady.last_step) if steady else {}
+    config = derived.devices_from_rates(steady, window, config, provenance, parsed.meta.get("columns") or {},
+                                        warnings)
+    tps_dev = _tokens_per_s_per_device(steady, config, window, why, warnings)
     tflops = m.model_tflops(tps_dev, f) if tps_dev and f else None
     if tflops is None and "model_tflops_per_device" not in why:
         why["model_tflops_per_device"] = "needs tokens/s per device" if f else why.get("flops_per_token", "")
     mfu, peak = _mfu(tflops, acc_row, config, why)
+    if f and (note := _workload_note(config.workload, mfu)) is not None:
+        warnings.append(note)
     printed = run_figures(parsed.format, parsed.results, config)
-    reported = _reported(window, tps_dev, tflops, mfu, printed)
+    reported = reported_beside_ours(window, tps_dev, tflops, mfu, printed)
     if shape is not None and seq_len and tps_dev:
-        _explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
+        explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
     steady_figures = ("mfu", "model_tflops_per_device", "tokens_per_s_per_device")
     for key, reason in why.items():  # a claims table has no steps: its figures are its rows, none is missing
         if key in steady_figures and reason and parsed.format is not LogFormat.CLAIMS_CSV:
             warnings.append(f"{key} not computed: {reason}")
     results = tuple(_resolved_result(r) for r in parsed.results) + derived_results(printed, config) + _measured_results(
         parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))
+    if not any(r.metric == "samples_per_s" for r in results) and (implied := derived.samples_per_s(config, steady)):
+        results += (replace(implied, **_identity_of(config)),)
     return RunSummary(
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,
-        mfu=mfu, flops_per_token=f, flops_formula=fl.FORMULA_TITLES[fl.DEFAULT_FORMULA] if f else None,
+        mfu=mfu, flops_per_token=f, flops_formula=fl.workload_title(config.workload) if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
-        launches=launches, launch=launch, phases=phases,
+        launches=launches, launch=launch, phases=phases, identity=provenance,
         step_time_source=step_time_source_text(parsed.meta.get("step_time_source") or {})
         if steady is not None and steady.timed_steps else None,
     )
@@ -195,13 +220,17 @@ def _tokens_from_batch(steps: pl.DataFrame | pl.LazyFrame, config: RunConfig,
     the step's own samples where logged (a ramp-up is kept), else the global batch."""
     seq = config.seq_len
     names = steps.collect_schema().names()
-    if not seq or "tokens" not in names or steps.lazy().select(pl.col("tokens").is_not_null().any()).collect().item():
+    if not (seq or config.tokens_per_step) or "tokens" not in names \
+            or steps.lazy().select(pl.col("tokens").is_not_null().any()).collect().item():
         return steps
     per_step = "samples" in names and steps.lazy().select(pl.col("samples").is_not_null().any()).collect().item()
-    if per_step:
+    if config.tokens_per_step:
+        tokens = pl.lit(float(config.tokens_per_step))
+        said = f"tokens per step = {config.tokens_per_step:,}, as the log states"
+    elif per_step and seq:
         tokens = pl.col("samples") * seq
         said = f"tokens per step = the samples logged at that step x seq len {seq:,}"
-    elif config.global_batch:
+    elif config.global_batch and seq:
         tokens = pl.lit(float(config.global_batch * seq))
         said = f"tokens per step = global batch {config.global_batch:,} x seq len {seq:,}, as the run states"
     else:
@@ -225,7 +254,7 @@ def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str,
     try:
         if isinstance(steps, pl.LazyFrame):
             return steady_state_of_ordered(steps, rule)
-        return steady_state(steps.select("step", "step_time_s", "tokens"), rule)
+        return steady_state(steps.select([c for c in steady_columns(rule) if c in steps.columns]), rule)
     except InvalidInput as exc:
         why["steady_state"] = str(exc)
         return None
@@ -269,7 +298,31 @@ def _flops(shape: fl.ModelShape | None, seq_len: Any, config: RunConfig, why: di
     if not seq_len:
         why["model_tflops_per_device"] = "the sequence length is unknown"
         return None
-    return fl.flops_per_token(shape, int(seq_len))
+    return fl.workload_flops_per_token(shape, int(seq_len), config.workload)
+
+
+def _with_limits(rule: SteadyRule, f: float | None, acc_row: Mapping[str, Any] | None, config: RunConfig) -> SteadyRule:
+    """The rule with the fastest a step can be on this run's devices: the peak at the stated precision, and the
+    tokens/s over all devices that peak allows under the run's FLOPs per token."""
+    if acc_row is None or not config.precision or config.precision == "unstated":
+        return replace(rule, max_tokens_per_s=None, max_tflops_per_device=None)
+    try:
+        peak = m.peak_tflops(acc_row, config.precision).tflops
+    except InvalidInput:
+        return replace(rule, max_tokens_per_s=None, max_tflops_per_device=None)
+    limit = peak * 1e12 * config.n_devices / f if f and config.n_devices else None
+    return replace(rule, max_tokens_per_s=limit, max_tflops_per_device=peak)
+
+
+def _workload_note(workload: str | None, mfu: float | None) -> str | None:
+    """What the FLOPs convention of a fine-tune or an RL run means for its model TFLOPS and MFU."""
+    if workload in fl.WORKLOAD_CONVENTIONS:
+        return (f"a {workload} run: model TFLOPS{' and MFU' if mfu is not None else ''} count "
+                f"{fl.WORKLOAD_CONVENTIONS[workload][1]}")
+    if workload == "rlhf":
+        return ("an RL run: model TFLOPS count the training FLOPs of the tokens trained on; the rollout's generation "
+                "is not counted")
+    return None
 
 
 def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunConfig,
@@ -293,60 +346,6 @@ def _mfu(tflops: float | None, acc_row: Mapping[str, Any] | None, config: RunCon
     return m.mfu(tflops, peak.tflops), peak.describe()
 
 
-def _reported(window: dict[str, float | None], tps: float | None, tflops: float | None,
-              mfu: float | None, printed: Mapping[str, RunFigure]) -> dict[str, Any]:
-    """The log's own figures (median over the window, else printed once for the run: `printed_over` says over
-    what) beside ours, with the relative difference."""
-    out: dict[str, Any] = {}
-    for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
-                         ("reported_mfu", mfu)):
-        theirs = window.get(column)
-        if theirs is None and column in printed:
-            theirs = printed[column].value
-            out.setdefault("printed_over", {})[column.removeprefix("reported_")] = printed[column].over
-        if theirs is None:
-            continue
-        out[column] = theirs
-        if ours:
-            out[column.replace("reported_", "diff_")] = (ours - theirs) / theirs if theirs else None
-    return out
-
-
-def _explain_tflops_difference(reported: dict[str, Any], shape: fl.ModelShape, seq_len: int, tps: float,
-                               precision: str | None) -> None:
-    """When the log's own TFLOP/s differs from ours by more than 2 %, name the FLOPs convention that reproduces
-    it (perfledger.calc.conventions: the default, causal-halved attention, 6N, 6N + 12·L·s·h, the embedding
-    counted); `reported["conventions"]` lists what each gives.
-
-    Frameworks changed their counting (Megatron-LM halved attention for the causal mask in 2025-03, NeMo in
-    2025-08), so a difference is usually a convention, not a measurement error.
-    """
-    diff = reported.get("diff_tflops_per_device")
-    theirs = reported.get("reported_tflops_per_device")
-    if diff is None or theirs is None or abs(diff) <= 0.02:
-        return
-    candidates = []
-    for c in conventions(precision):
-        if c.peak_precision is not None or c.name == "lora":  # a peak convention, or one for LoRA runs only
-            continue
-        try:
-            ours = m.model_tflops(tps, c.flops(shape, seq_len))
-        except InvalidInput:
-            continue
-        candidates.append((abs(ours - theirs) / theirs, c.name, c.title, ours))
-    if not candidates:
-        return
-    reported["conventions"] = {name: ours for _, name, _, ours in candidates}
-    gap, name, title, ours = min(candidates)
-    if gap <= 0.02:
-        reported["explained_by_formula"] = name
-        reported["explanation"] = (f"the log counts FLOPs as '{title}': {ours:.1f} TFLOP/s under "
-                                   f"that convention, {gap:.1%} from the log's {theirs:g}")
-    else:
-        reported["explanation"] = (f"no FLOPs convention reproduces the log's {theirs:g} TFLOP/s within 2% "
-                                   f"(closest: {name}, {ours:.1f}); check the architecture the log states")
-
-
 def _resolved_result(record: ResultRecord) -> ResultRecord:
     return replace(
         record,
@@ -354,6 +353,16 @@ def _resolved_result(record: ResultRecord) -> ResultRecord:
         model_id=record.model_id or catalog.resolve_or_none("model", record.model_as_printed),
         precision=catalog.normalize_precision(record.precision) if record.precision else record.precision,
     )
+
+
+def _identity_of(config: RunConfig) -> dict[str, Any]:
+    """The run's configuration as a result row's fields."""
+    return {"accelerator_id": config.accelerator, "accelerator_as_printed": config.accelerator_as_printed,
+            "n_devices": config.n_devices, "framework": config.framework, "framework_version": config.framework_version,
+            "model_id": config.model, "model_as_printed": config.model_as_printed, "workload": config.workload,
+            "precision": config.precision or "unstated", "seq_len": config.seq_len, "global_batch": config.global_batch,
+            "micro_batch": config.micro_batch, "tp": config.tp, "pp": config.pp, "dp": config.dp, "ep": config.ep,
+            "cp": config.cp, "strategy": config.strategy}
 
 
 def _measured_results(parsed: ParseSummary, config: RunConfig, steady: SteadyState | None, tps: float | None,

@@ -3,8 +3,10 @@ list [--column C] [--framework F].
 
 The key vocabulary (data/metric_keys.csv, see perfledger/metric_keys.py) is data: `add` appends a row, or every row
 of a CSV with the vocabulary's header, after checking each (a refused row is `FILE:LINE: reason` on stderr and
-nothing is written; exit 1); `--dry-run` checks and writes nothing. `list` prints the rows, with the columns and
-units a row may name.
+nothing is written; exit 1); `--dry-run` checks and writes nothing. A user's row comes before the bundled rows of
+the same spelling. A CSV with the header of data/frameworks.csv (how a framework's log is recognised and read) or
+of data/config_keys.csv (what its configuration lines state) adds to that file the same way (perfledger.frameworks).
+`list` prints the rows, with the columns and units a row may name.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfledger.errors import DataFileError, InvalidInput
+from perfledger.frameworks import CONFIG_HEADER, FRAMEWORK_HEADER, add_file_rows, header_of
 from perfledger.metric_keys import COLUMNS, UNITS, KeyRow, add_rows, check_row, load_vocabulary, parse_rows
 
 
@@ -41,6 +44,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    if args.column is None and Path(args.key).is_file():
+        text = _text(Path(args.key))
+        if header_of(text) in (FRAMEWORK_HEADER, CONFIG_HEADER):
+            path, count = add_file_rows(text, args.key, dry_run=args.dry_run)
+            print(f"{'would add' if args.dry_run else 'added'} {count} row(s) to {path}")
+            return 0
     rows = _rows(args)
     if args.dry_run:
         for row in rows:
@@ -57,10 +66,7 @@ def _rows(args: argparse.Namespace) -> list[KeyRow]:
         path = Path(args.key)
         if not path.is_file():
             raise InvalidInput(f"give KEY COLUMN [UNIT], or a CSV file of rows; {args.key!r} is no file")
-        try:
-            return parse_rows(path.read_text(encoding="utf-8"), str(path))
-        except UnicodeDecodeError:
-            raise DataFileError(str(path), None, "not UTF-8 text") from None
+        return parse_rows(_text(path), str(path))
     fields = {"framework": args.framework, "key": args.key, "column": args.column, "unit": args.unit,
               "requires": args.requires, "identifies": "yes" if args.identifies else "", "note": args.note}
     try:
@@ -69,12 +75,20 @@ def _rows(args: argparse.Namespace) -> list[KeyRow]:
         raise InvalidInput(str(exc)) from None
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataFileError(str(path), None, "not UTF-8 text") from None
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     for row in load_vocabulary().rows:
         if (args.column and row.column != args.column) or (args.framework and row.framework != args.framework):
             continue
         extra = "".join((f" requires {row.requires}" if row.requires else "",
-                         f" identifies {row.framework}" if row.identifies else ""))
+                         f" identifies {row.framework}" if row.identifies else "",
+                         " (added by the user)" if row.origin else ""))
         print(f"{row.framework:<14} {row.key:<40} {row.column:<34} {row.unit or '-':<9}{extra}")
     sys.stdout.flush()
     return 0

@@ -2,11 +2,16 @@
 
 It is data, `metric_keys.csv` in the data folder (PERFLEDGER_DATA_DIR, else data/), one row per key spelling:
 
-    framework,key,column,unit,requires,identifies,note
+    framework,key,column,unit,requires,identifies,note,origin
 
 - `key` is the name as logged (a JSON key, a CSV header, a TensorBoard tag); `*` in it matches any text
   (`lr-*/group0`). Rows come in order of preference: where several keys of one column are present in a record,
   the first row's wins.
+- Matching is scoped. A row of a named framework applies only to a file of that framework (named by a key that
+  identifies it, or by the reader); a row of `*` applies to any file. For one spelling, a row the user added
+  (`origin` = user, written by `keys add`) comes first, then the file's framework's own row, then the generic row,
+  so a key that two frameworks log with different meanings (torchtitan's `tps` per device, NeMo Automodel's `tps`
+  over all devices) is never read with the other's.
 - `column` is one of COLUMNS (a step column, or a quantity a step column is derived from); `-` marks a key that is
   known (it identifies a framework) but not read.
 - `unit` is one of UNITS, for the column's kind; the value is converted to the ledger's unit on reading.
@@ -25,7 +30,7 @@ import fnmatch
 import functools
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfledger.data_files import append_rows
@@ -33,7 +38,9 @@ from perfledger.errors import DataFileError
 from perfledger.settings import load_settings
 
 FILE_NAME = "metric_keys.csv"
-HEADER = ("framework", "key", "column", "unit", "requires", "identifies", "note")
+HEADER = ("framework", "key", "column", "unit", "requires", "identifies", "note", "origin")
+LEGACY_HEADER = HEADER[:-1]  # a file of rows written before `origin`: read as bundled rows
+USER = "user"  # the origin of a row `keys add` wrote
 MAX_KEY_CHARS = 255  # the TensorBoard walk matches tags of at most this many bytes
 
 # column -> what it holds (for the docs and `keys list`), and the unit kind it takes
@@ -96,6 +103,7 @@ class KeyRow:
     requires: str = ""
     identifies: bool = False
     note: str = ""
+    origin: str = ""  # USER: added by `keys add`, before any bundled row
 
     @property
     def is_pattern(self) -> bool:
@@ -110,7 +118,7 @@ class KeyRow:
 
     def as_csv_row(self) -> list[str]:
         return [self.framework, self.key, self.column, self.unit, self.requires,
-                "yes" if self.identifies else "", self.note]
+                "yes" if self.identifies else "", self.note, self.origin]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +127,7 @@ class KeyMapping:
 
     by_column: Mapping[str, tuple[tuple[str, KeyRow], ...]]
     framework: str | None
+    frameworks: tuple[str, ...] = ()  # every framework whose rows applied, the first being `framework`
 
     def keys_of(self, column: str) -> tuple[tuple[str, KeyRow], ...]:
         return self.by_column.get(column, ())
@@ -140,9 +149,17 @@ class Vocabulary:
     def _patterns(self) -> tuple[KeyRow, ...]:
         return tuple(row for row in self.rows if row.is_pattern)
 
+    @functools.cached_property
+    def _folded(self) -> dict[str, tuple[KeyRow, ...]]:
+        out: dict[str, list[KeyRow]] = {}
+        for key, rows in self._exact.items():
+            out.setdefault(key.casefold(), []).extend(rows)
+        return {k: tuple(v) for k, v in out.items()}
+
     def rows_for(self, name: str) -> tuple[KeyRow, ...]:
-        """Every row naming `name` (several when `requires` tells them apart), exact spellings before patterns."""
-        exact = self._exact.get(name, ())
+        """Every row naming `name` (several when `requires` tells them apart), exact spellings before patterns; a
+        name no row spells exactly is looked for case aside ("Loss" as "loss", "TFLOPs" as "tflops")."""
+        exact = self._exact.get(name) or self._folded.get(name.casefold(), ())
         return exact + tuple(row for row in self._patterns if row.matches(name))
 
     @functools.cached_property
@@ -151,30 +168,47 @@ class Vocabulary:
 
     def is_known(self, name: str) -> bool:
         """Whether a reader keeps this name: a key of a row, or the key another row requires beside it."""
-        return name in self._exact or name in self._required or any(row.matches(name) for row in self._patterns)
+        return name in self._exact or name in self._required or name.casefold() in self._folded \
+            or any(row.matches(name) for row in self._patterns)
 
     def exact_rows(self, columns: Iterable[str]) -> tuple[KeyRow, ...]:
         """The rows with a literal key for these columns (what a reader that matches bytes can look for)."""
         wanted = set(columns)
         return tuple(row for row in self.rows if not row.is_pattern and row.column in wanted)
 
-    def mapping(self, names: Iterable[str]) -> KeyMapping:
-        """Which of these present names feeds which column, each column's keys in the vocabulary's order."""
+    def frameworks_of(self, names: Iterable[str]) -> list[str]:
+        """The frameworks the present names identify, in the vocabulary's order."""
         present = set(names)
-        chosen: dict[str, list[tuple[int, str, KeyRow]]] = {}
-        framework: tuple[int, str] | None = None
+        found: dict[str, None] = {}
+        for row in self.rows:
+            if row.identifies and row.framework != "*" and row.framework not in found \
+                    and (not row.requires or row.requires in present) \
+                    and (row.key in present if not row.is_pattern else any(row.matches(n) for n in present)):
+                found[row.framework] = None
+        return list(found)
+
+    def mapping(self, names: Iterable[str], frameworks: Sequence[str] = ()) -> KeyMapping:
+        """Which of these present names feeds which column, each column's keys in order of preference: the user's
+        rows, then the rows of the file's frameworks (`frameworks`, the reader's, then those the names identify,
+        in that order: a W&B export of a Composer run is both), then the generic rows."""
+        present = set(names)
+        scope = tuple(dict.fromkeys((*frameworks, *self.frameworks_of(present))))
         order = {id(row): i for i, row in enumerate(self.rows)}
+
+        def rank(row: KeyRow) -> tuple[bool, int, int]:
+            where = scope.index(row.framework) if row.framework in scope else len(scope)
+            return row.origin != USER, where, order[id(row)]
+
+        chosen: dict[str, list[tuple[tuple[bool, int, int], str, KeyRow]]] = {}
         for name in present:
-            row = next((r for r in self.rows_for(name) if not r.requires or r.requires in present), None)
-            if row is None:
-                continue
-            rank = order[id(row)]
-            chosen.setdefault(row.column, []).append((rank, name, row))
-            if row.identifies and row.framework != "*" and (framework is None or rank < framework[0]):
-                framework = (rank, row.framework)
+            fitting = [r for r in self.rows_for(name)
+                       if (r.framework == "*" or r.framework in scope) and (not r.requires or r.requires in present)]
+            if fitting:
+                row = min(fitting, key=rank)
+                chosen.setdefault(row.column, []).append((rank(row), name, row))
         by_column = {c: tuple((name, row) for _, name, row in sorted(v, key=lambda t: t[0])) for c, v in
                      chosen.items()}
-        return KeyMapping(by_column=by_column, framework=framework[1] if framework else None)
+        return KeyMapping(by_column=by_column, framework=scope[0] if scope else None, frameworks=scope)
 
 
 def vocabulary_path(data_dir: Path | None = None) -> Path:
@@ -200,15 +234,18 @@ def parse_rows(text: str, file_name: str) -> list[KeyRow]:
     """The rows of a vocabulary file; DataFileError naming the first line at fault."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
-    if header is None or tuple(h.strip() for h in header) != HEADER:
+    names = tuple(h.strip() for h in header) if header is not None else ()
+    if names not in (HEADER, LEGACY_HEADER):
         raise DataFileError(file_name, 1, f"the header must be {','.join(HEADER)}")
     rows = []
     for lineno, fields in enumerate(reader, start=2):
         if not any(f.strip() for f in fields):
             continue
-        if len(fields) != len(HEADER):
-            raise DataFileError(file_name, lineno, f"{len(fields)} fields where the header has {len(HEADER)}")
-        rows.append(check_row(dict(zip(HEADER, (f.strip() for f in fields), strict=True)), file_name, lineno))
+        if len(fields) == len(LEGACY_HEADER) < len(names):  # a row appended before `origin`: a bundled row
+            fields = [*fields, ""]
+        if len(fields) != len(names):
+            raise DataFileError(file_name, lineno, f"{len(fields)} fields where the header has {len(names)}")
+        rows.append(check_row(dict(zip(names, (f.strip() for f in fields), strict=True)), file_name, lineno))
     return rows
 
 
@@ -234,16 +271,21 @@ def check_row(fields: Mapping[str, str], file_name: str, lineno: int | None) -> 
     framework = fields.get("framework", "") or "*"
     if identifies == "yes" and framework == "*":
         raise bad("a key that identifies a framework must name it (framework is *)")
+    origin = fields.get("origin", "")
+    if origin not in ("", USER):
+        raise bad(f"origin must be empty (bundled) or {USER}")
     return KeyRow(framework=framework, key=key, column=column, unit=unit, requires=fields.get("requires", ""),
-                  identifies=identifies == "yes", note=fields.get("note", ""))
+                  identifies=identifies == "yes", note=fields.get("note", ""), origin=origin)
 
 
 def add_rows(rows: Sequence[KeyRow], data_dir: Path | None = None) -> Path:
-    """Append rows to the vocabulary file (after checking the file still reads); returns its path. A row whose
-    framework, key and requires are already there replaces nothing: it is refused."""
+    """Append rows to the vocabulary file as the user's (origin user: they come before the bundled rows), after
+    checking the file still reads; returns its path. A row whose framework, key and requires the user already
+    added is refused (a bundled row of the same spelling is overridden, not refused)."""
     path = vocabulary_path(data_dir)
     existing = load_vocabulary(data_dir).rows
-    seen = {(r.framework, r.key, r.requires) for r in existing}
+    seen = {(r.framework, r.key, r.requires) for r in existing if r.origin == USER}
+    rows = [replace(row, origin=USER) for row in rows]
     for row in rows:
         if (row.framework, row.key, row.requires) in seen:
             raise DataFileError(str(path), None, f"key {row.key!r} of framework {row.framework} is already there")

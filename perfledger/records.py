@@ -109,6 +109,7 @@ class RunConfig:
     framework_version: str | None = None
     strategy: str | None = None
     workload: str | None = None
+    tokens_per_step: int | None = None  # when the log states it outright (nanoGPT's "tokens per iteration")
     # Architecture when the log prints it (lets FLOPs be computed for a model with no catalog entry).
     num_layers: int | None = None
     hidden_size: int | None = None

@@ -66,29 +66,32 @@ METRIC_UNITS: dict[Metric, str] = {
 
 
 class LogFormat(StrEnum):
-    """A file format `python -m ingest` reads; detection order lives in ingest/detect.py."""
+    """The grammar a log is read by (closed); the framework that wrote it is data (data/frameworks.csv, the key
+    vocabulary), stored in the run's configuration. Detection order lives in ingest/parsers/__init__.py."""
 
     MLPERF = "mlperf"
     MEGATRON = "megatron"
     MEGATRON_GOLDEN = "megatron_golden"
     DEEPSPEED = "deepspeed"
     NEMO = "nemo"
-    DLLOGGER = "dllogger"
     HF_TRAINER_STATE = "hf_trainer_state"
-    HF_TRAINER_LOG = "hf_trainer_log"
-    HF_RESULTS_JSON = "hf_results_json"
     OPTIMUM_HABANA_BASELINES = "optimum_habana_baselines"
     TORCHTITAN = "torchtitan"
-    NANOGPT = "nanogpt"
-    LLMC = "llmc"
     CLAIMS_CSV = "claims_csv"
     MICROBENCH = "microbench"
-    MAXTEXT = "maxtext"
-    WANDB_HISTORY = "wandb_history"
-    METRICS = "metrics"
-    KEY_VALUE = "key_value"
-    COMPOSER = "composer"
+    METRICS = "metrics"  # record streams: JSON lines, CSV / TSV, JSON documents
+    KEY_VALUE = "key_value"  # console lines: named values, printed dicts, progress bars, blocks, box tables
     TENSORBOARD = "tensorboard"
+
+    @classmethod
+    def _missing_(cls, value: object) -> LogFormat | None:
+        """A format name stored before the frameworks became data: the grammar that reads those logs now."""
+        return cls(_LEGACY_FORMATS[value]) if isinstance(value, str) and value in _LEGACY_FORMATS else None
+
+
+_LEGACY_FORMATS = {"nanogpt": "key_value", "llmc": "key_value", "maxtext": "key_value", "composer": "key_value",
+                   "hf_trainer_log": "key_value", "dllogger": "metrics", "wandb_history": "metrics",
+                   "hf_results_json": "metrics"}
 
 
 class Precision(StrEnum):

@@ -41,7 +41,7 @@ STATED = "upload_stated"  # (content SHA-256, the up.Choices its log states)
 CHOSEN = "upload_chosen"  # (content SHA-256, the up.Choices the preview was prepared with)
 STORING = "upload_storing"  # content SHA-256 of a run to store once prepared with the choices just submitted
 STORED = "upload_stored"  # (content SHA-256, the run they were stored as from this session, "run" or "import")
-MAPPED = frozenset({"metrics", "key_value", "wandb_history", "composer"})  # formats read through the key vocabulary
+MAPPED = frozenset({"metrics", "key_value"})  # formats read through the key vocabulary
 Tick = Callable[[float], None]  # called with the seconds a worker has been at it, a few times a second
 
 

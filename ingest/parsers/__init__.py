@@ -1,34 +1,32 @@
-"""Registry of parsers in detection order: first whose `sniff(head)` is true wins.
+"""Registry of the grammars in detection order (ingest/detect.py weighs their evidence; ties go to this order).
 
-MLPerf comes first because MLPerf runs on Megatron/NeMo print both kinds of line; the JSON formats come
-before the line formats because their heads are unambiguous; Megatron-DeepSpeed logs also print Megatron
-iteration lines, so DeepSpeed is tried before Megatron.
+A reader here is a grammar, not a tool: record streams (metrics: JSON lines, CSV, JSON documents; TensorBoard
+events; MLPerf's MLLOG events), console lines (key_value: named values, printed dicts, progress bars, blocks and box
+tables), and a grammar of its own only where a format needs one (Megatron, DeepSpeed, NeMo, torchtitan, MLPerf,
+the Hugging Face and Megatron JSON documents, claims tables). Which framework wrote a log is data
+(data/frameworks.csv, data/metric_keys.csv, data/config_keys.csv), read by the generic grammars.
+
+MLPerf comes first because MLPerf runs on Megatron/NeMo print both kinds of line; the JSON documents come before the
+line formats because their heads are unambiguous; Megatron-DeepSpeed logs also print Megatron iteration lines, so
+DeepSpeed is tried before Megatron. The record-stream and console readers come last: readers of last resort.
 """
 
 from __future__ import annotations
 
 from ingest.parsers import (
     claims_csv,
-    composer,
     deepspeed,
-    dllogger,
-    hf_results_json,
-    hf_trainer_log,
     hf_trainer_state,
     key_value_log,
-    llmc,
-    maxtext,
     megatron,
     megatron_golden,
     metrics_file,
     microbench,
     mlperf,
-    nanogpt,
     nemo,
     optimum_habana,
     tensorboard,
     torchtitan,
-    wandb_history,
 )
 from ingest.parsers.base import LogParser
 
@@ -38,22 +36,14 @@ PARSERS: tuple[type[LogParser], ...] = (
     microbench.PARSER,
     claims_csv.PARSER,
     megatron_golden.PARSER,
-    dllogger.PARSER,
     hf_trainer_state.PARSER,
-    hf_results_json.PARSER,
     optimum_habana.PARSER,
     deepspeed.PARSER,
     nemo.PARSER,
     torchtitan.PARSER,
     megatron.PARSER,
-    hf_trainer_log.PARSER,
-    nanogpt.PARSER,
-    llmc.PARSER,
-    maxtext.PARSER,
-    wandb_history.PARSER,
-    metrics_file.PARSER,  # any per-step metrics file the key vocabulary reads: after every format of its own
-    composer.PARSER,
-    key_value_log.PARSER,  # last resort: lines of name: value pairs, when no format of its own claims the file
+    metrics_file.PARSER,  # any record stream the key vocabulary reads: after every format of its own
+    key_value_log.PARSER,  # last resort: console lines of named values, when no format of its own claims the file
 )
 
 

@@ -19,7 +19,6 @@ kept), else the growth of a cumulative counter over the steps between, else a lo
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -28,8 +27,12 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import step_frame_from_columns
+from ingest.parsers._times import duration_seconds, timestamp_seconds
 from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabulary
+from perfledger.records import ResultRecord
+from perfledger.vocabulary import Metric
 
+SUMMARY_RATES = ("samples_per_s", "tokens_per_s")  # an end-of-run record's figures kept as results
 TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
             "reported_tokens_per_s_per_device")
 # what a step time was taken from (ParseSummary.meta["step_time_source"]: source -> steps), in words
@@ -49,31 +52,6 @@ def step_time_source_text(counts: Mapping[str, int]) -> str | None:
         return said[0][0]
     said = [(text, n) for text, n in said if n]
     return "; ".join(f"{text} ({n:,} steps)" for text, n in said) or None
-
-
-_HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
-_UNITS = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hours?|hr|m|min|mins|minutes?|s|secs?|seconds?|ms)\b")
-_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
-
-
-def duration_seconds(text: str | None) -> float | None:
-    """A printed duration -> seconds: "0:02:12", "1 day, 0:08:23", "1m 42s", "2h 3m 4s", "42s", "12.5"."""
-    if text is None:
-        return None
-    if (m := _HMS.match(text)) is not None:
-        days, h, mins, s = m.groups()
-        return int(days or 0) * 86400.0 + int(h) * 3600.0 + int(mins) * 60.0 + float(s)
-    parts = _UNITS.findall(text)
-    if parts and not _UNITS.sub("", text).strip(" ,"):
-        total = 0.0
-        for number, unit in parts:
-            key = "ms" if unit == "ms" else "m" if unit.startswith("m") else unit[0]
-            total += float(number) * _UNIT_SECONDS[key]
-        return total
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 _LEADING_NUMBER = r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))"
@@ -97,9 +75,9 @@ def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
         return text.map_elements(duration_seconds, return_dtype=pl.Float64, skip_nulls=True)
     if unit == "n/total":
         return pl.col(name).cast(pl.String).str.extract(r"^\s*(\d+)", 1).cast(pl.Float64, strict=False)
-    if unit == "iso":
-        parsed = pl.col(name).cast(pl.String).str.to_datetime(strict=False, time_zone="UTC")
-        return parsed.dt.epoch("us").cast(pl.Float64) / 1e6
+    if row.column == "wall_time" and not dtype.is_numeric():  # a timestamp printed as text, in any common form
+        return pl.col(name).cast(pl.String).map_elements(lambda t: timestamp_seconds(t, row.factor),
+                                                         return_dtype=pl.Float64, skip_nulls=True)
     if unit == "1/s":
         value = _number(name)
         return pl.when(value > 0).then(1.0 / value)
@@ -134,6 +112,7 @@ class StepRecords:
     """The state of one file's records across chunks: read with `steps(frame)`, then ask what was set aside."""
 
     vocabulary: Vocabulary = field(default_factory=load_vocabulary)
+    frameworks: tuple[str, ...] = ()  # the file's frameworks as its reader recognised them (data/frameworks.csv)
     anchor: Anchor = field(default_factory=Anchor)
     names_seen: set[str] = field(default_factory=set)
     set_aside: Counter[str] = field(default_factory=Counter)
@@ -144,12 +123,14 @@ class StepRecords:
     clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
     first_wall_time: float | None = None  # the earliest record timestamp (epoch seconds): when the run ran
+    nan_losses: int = 0  # steps whose loss is NaN (a diverged run is still a run)
+    summary_figures: dict[str, float] = field(default_factory=dict)  # rates of the end-of-run summary record
 
     def known(self, name: str) -> bool:
         return self.vocabulary.is_known(name)
 
     def mapping(self) -> KeyMapping:
-        return self.vocabulary.mapping(self.names_seen)
+        return self.vocabulary.mapping(self.names_seen, self.frameworks)
 
     @property
     def framework(self) -> str | None:
@@ -180,9 +161,12 @@ class StepRecords:
             *(e.alias(c) for c, e in columns.items()),
             (pl.any_horizontal(training) & ~evaluation).alias("_training"),
             evaluation.alias("_eval"), summary.is_not_null().alias("_summary"))
+        self._keep_summary(rows)
         rows = self._set_aside(rows)
         if rows.height == 0:
             return step_frame_from_columns({}, 0)
+        if "loss" in rows.columns:
+            self.nan_losses += int(rows["loss"].is_nan().sum())
         self._note_wall_time(rows)
         rows = self._timed(rows)
         rows = self._counted(rows)
@@ -191,6 +175,35 @@ class StepRecords:
         out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
         out["step"] = rows["_s"]
         return step_frame_from_columns(out, rows.height)
+
+    def _keep_summary(self, rows: pl.DataFrame) -> None:
+        """The first end-of-run summary record's throughput (samples/s, tokens/s over the whole run)."""
+        rates = [c for c in SUMMARY_RATES if c in rows.columns and c not in self.summary_figures]
+        if not rates or not rows["_summary"].any():
+            return
+        first = rows.filter(pl.col("_summary")).row(0, named=True)
+        self.summary_figures.update({c: float(first[c]) for c in rates
+                                     if first[c] is not None and math.isfinite(first[c]) and first[c] > 0})
+
+    def summary_results(self, printed: Mapping[str, str], *, locator: str) -> tuple[ResultRecord, ...]:
+        """The throughput a summary printed outside any record (`train_samples_per_second = 3.2` lines), with that of
+        every summary record read, as the log's own results over the whole run."""
+        if printed:
+            mapping = self.vocabulary.mapping(printed, self.frameworks)
+            frame = pl.DataFrame({k: [v] for k, v in printed.items()}, schema=dict.fromkeys(printed, pl.String))
+            for column in SUMMARY_RATES:
+                if column not in self.summary_figures and (e := _column(mapping, column, frame.schema)) is not None:
+                    value = frame.select(e).item()
+                    if value is not None and math.isfinite(value) and value > 0:
+                        self.summary_figures[column] = float(value)
+        return tuple(ResultRecord(metric=column, value=value, unit=Metric(column).unit, framework=self.framework,
+                                  evidence="reported", locator=locator,
+                                  note="the log's own figure over the whole run (warm-up and any evaluation "
+                                       "inside training included)")
+                     for column, value in self.summary_figures.items())
+
+    def nan_note(self) -> str | None:
+        return f"{self.nan_losses:,} logged steps have loss nan (the run diverged)" if self.nan_losses else None
 
     def _note_wall_time(self, rows: pl.DataFrame) -> None:
         if "wall_time" in rows.columns and (first := rows["wall_time"].min()) is not None:
@@ -326,7 +339,8 @@ class StepRecords:
 
     def meta(self) -> dict[str, object]:
         return {"names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
-                "step_time_source": dict(self.step_time_sources)}
+                "step_time_source": dict(self.step_time_sources), "frameworks": list(self.mapping().frameworks),
+                "columns": {c: [n for n, _ in keys] for c, keys in self.mapping().by_column.items() if c != "-"}}
 
 
 def _previous(name: str, first: float | None) -> pl.Expr:

@@ -28,6 +28,7 @@ from ingest.text import TextChunk, iter_text_chunks
 from perfledger.records import LineProblem, ParseSummary, empty_steps, problem_kind
 from perfledger.vocabulary import LogFormat
 
+HEAD_CHARS = 1024 * 1024  # what look() is given of a file's start (as much as detection reads)
 MAX_PROBLEMS_KEPT = 200  # problems beyond this are counted by kind (left_out), not kept, so memory stays bounded
 # A line longer than this is skipped (counted) by the parsers that read lines in Python: no log line that carries a
 # figure is this long, and a regex's work on one line must stay small whatever the pattern.
@@ -87,11 +88,22 @@ class LogParser(ABC):
         self.skipped_lines = 0
         self.notes: list[str] = []  # said of the whole file by detection (stray lines); the pipeline adds them
         self.started_at: datetime | None = None  # the earliest time the log printed (saw_time)
+        # what the log's configuration lines state so far (ingest.config_lines.ConfigLines, fed each chunk before
+        # the parser): set by the pipeline; None when the file is read without it
+        self.config_lines: Any = None
+
+    def stated(self, field: str) -> str | int | None:
+        """The value the log's configuration lines state for `field` so far (see ingest.config_lines), or None."""
+        return self.config_lines.value(field) if self.config_lines is not None else None
 
     def saw_time(self, when: datetime | None) -> None:
         """A time the log printed: the run started no later than it."""
         if when is not None and (self.started_at is None or when < self.started_at):
             self.started_at = when
+
+    def look(self, head: str) -> None:
+        """Called once with the file's head (clean text) before any chunk: what a parser reads every chunk by (the
+        console reader's frameworks and line prefixes). By default nothing."""
 
     @property
     def chunk_bytes(self) -> int | None:
@@ -177,4 +189,6 @@ def step_frames(parser: LogParser, stream: BinaryIO, *, chunk_bytes: int | None 
         yield from parser.feed_stream(stream)
         return
     for chunk in iter_text_chunks(stream, chunk_bytes=chunk_bytes or parser.chunk_bytes):
+        if chunk.first_lineno == 1:
+            parser.look(chunk.text[:HEAD_CHARS])
         yield parser.feed_prepared(parser.prepare_chunk(chunk))

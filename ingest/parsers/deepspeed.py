@@ -45,9 +45,10 @@ from perfledger.vocabulary import LogFormat
 
 _DS_MARKER = re.compile(
     r"\[Rank 0\] step=\d+|DeepSpeed info: version=|deepspeed info \.{2,}|deepspeed\.launcher|SamplesPerSec="
-    r"|^cmd = deepspeed ", re.MULTILINE)
+    r"|(?:^|\] )cmd = \S*deepspeed", re.MULTILINE)
 _MEGATRON_MARKER = re.compile(r"-- arguments --|using world size:|elapsed time per iteration \(ms\)")
-_DSCHAT_MARKER = re.compile(r"SamplesPerSec=|^cmd = deepspeed ", re.MULTILINE)
+_DSCHAT_MARKER = re.compile(r"SamplesPerSec=|(?:^|\] )cmd = \S*deepspeed", re.MULTILINE)
+_CMD = re.compile(r"(?:^|\] )cmd = ")  # the launcher's command, alone or after its logger's prefix
 
 _TIMESTAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d+)\]")
 _STEP_LINE = re.compile(rf"\[Rank 0\] step=(\d+), skipped=(\d+), lr=\[({NUM})")
@@ -69,9 +70,10 @@ class DeepSpeedParser(MegatronParser):
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
-        # A DeepSpeed marker alone also fits HF Trainer + DeepSpeed logs, which the HF parser reads better.
+        # A DeepSpeed marker alone also fits HF Trainer + DeepSpeed logs, which the console reader reads better.
         return bool(_DS_MARKER.search(head)) and bool(
             _MEGATRON_MARKER.search(head) or _DSCHAT_MARKER.search(head))
+
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
@@ -113,14 +115,14 @@ class DeepSpeedParser(MegatronParser):
             return megatron_steps
         if not self._rlhf.seen and text.str.contains("|E2E latency=", literal=True).any():
             self._rlhf.seen = True  # before any row of this chunk: the engines' timer lines are then no step rows
-        wanted = text.str.contains(r"step=|SamplesPerSec=|^cmd = |^Epoch \d+/\d+ with loss|^ppl: |exits successfully"
+        wanted = text.str.contains(r"step=|SamplesPerSec=|(?:^|\] )cmd = |^Epoch \d+/\d+ with loss|^ppl: |exits successfully"
                                    r"|^epoch: \d+\|step: ")
         rows = [row for line in text.filter(wanted).to_list() if (row := self._ds_line(line)) is not None]
         return concat_steps([megatron_steps, steps_frame(rows)])
 
     def _ds_line(self, line: str) -> dict[str, Any] | None:
-        if line.startswith("cmd = "):
-            self._cmd.update({m.group(1): m.group(2) for m in _CMD_FLAG.finditer(line)})
+        if (found := _CMD.search(line)) is not None and not self._cmd:
+            self._cmd.update({m.group(1): m.group(2) for m in _CMD_FLAG.finditer(line, found.end())})
         elif (m := _E2E.search(line)) is not None:
             return self._rlhf.row(m, to_int(self._cmd.get("per_device_generation_batch_size")),
                                   prompt_and_answer(self._cmd))
@@ -191,8 +193,8 @@ class DeepSpeedParser(MegatronParser):
             return stated
         per_device = to_int(self._cmd.get("per_device_train_batch_size"))
         world = self._world_size()
-        accum = to_int(self._cmd.get("gradient_accumulation_steps")) or 1
-        return per_device * world * accum if per_device and world else None
+        accum = to_int(self._cmd.get("gradient_accumulation_steps"))
+        return per_device * world * accum if per_device and world and accum else None
 
     def finish(self) -> ParseSummary:
         if self._megatron or not (self._ds_rows or self._rlhf.rows):
@@ -218,8 +220,9 @@ class DeepSpeedParser(MegatronParser):
                             "lines (this node only); pass --devices if the run spanned several nodes")
         per_device = to_int(self._cmd.get("per_device_train_batch_size")
                             or self._cmd.get("per_device_training_batch_size"))
-        accum = to_int(self._cmd.get("gradient_accumulation_steps")) or 1
-        gbs = self._config_int("global_batch_size") or (per_device * world * accum if per_device and world else None)
+        accum = to_int(self._cmd.get("gradient_accumulation_steps"))
+        gbs = self._config_int("global_batch_size") or (
+            per_device * world * accum if per_device and world and accum else None)
         if self._rlhf.rows:
             gbs = self._rlhf.samples or gbs
             warnings.append("an RLHF (PPO) step: step time is DeepSpeed-Chat's E2E latency (generation, scoring "
@@ -254,7 +257,7 @@ class DeepSpeedParser(MegatronParser):
                 "no weight update, but the step numbers count them")
 
     def _fields_for_deepspeed(self, world: int | None, gbs: int | None, per_device: int | None,
-                              accum: int) -> RunConfig:
+                              accum: int | None) -> RunConfig:
         model = self._cmd.get("model_name_or_path")
         zero = self._cmd.get("zero_stage") or self._cmd.get("actor_zero_stage")
         return run_config({

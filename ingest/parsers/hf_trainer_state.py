@@ -15,8 +15,8 @@ import polars as pl
 
 from ingest.parsers._common import to_int
 from ingest.parsers._hf import JsonFileParser, summary_results
+from ingest.parsers._record_text import record_text as _text
 from ingest.parsers._records import StepRecords
-from ingest.parsers.metrics_file import record_text as _text
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary, RunConfig, empty_steps
 from perfledger.vocabulary import Evidence, LogFormat

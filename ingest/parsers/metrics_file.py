@@ -1,11 +1,14 @@
-"""Per-step metrics files of any framework: JSON lines, or CSV / TSV with a header row, read through the key
-vocabulary (data/metric_keys.csv) by ingest/parsers/_records.py.
+"""Record streams of any framework: JSON lines, CSV / TSV with a header row, or a JSON document, read through the
+key vocabulary (data/metric_keys.csv) by ingest/parsers/_records.py.
 
 LLaMA-Factory `trainer_log.jsonl`, ms-swift `logging.jsonl`, MaxText's `metrics_file`, PyTorch Lightning's
-`CSVLogger` `metrics.csv`, HF Trainer `log_history` lines and whatever else logs one record of named values per
-step: a file is this format when its first record names a step (or a step time) and a training figure the
-vocabulary knows. A framework the vocabulary does not know yet becomes readable by adding its key spellings as
-data rows (`python -m perfledger keys add`), not code.
+`CSVLogger` `metrics.csv`, NeMo Automodel's `training.jsonl`, verl's per-step CSV, NeMo's DLLogger lines (`DLLL
+{...}`: a framework row's line prefix, its `data` object's names read as the record's), W&B run history (CSV
+from `run.history()`, a chart's "Export CSV" of which the first run is read, `wandb-history.jsonl`), HF
+`all_results.json` (one end-of-run record) and whatever else logs one record of named values per step: a file is
+this format when its first record names a step (or a step time) and a training figure the vocabulary knows. A
+framework the vocabulary does not know yet becomes readable by adding its key spellings (and, when it needs one,
+its line prefix in data/frameworks.csv) as data rows (`python -m perfledger keys add`), not code.
 
 Each chunk becomes a frame at once (Polars' CSV and NDJSON readers); a chunk they refuse is read line by line, and a
 line that does not fit (a CSV row with the wrong number of fields, a JSON line that is not an object) is skipped as
@@ -14,16 +17,30 @@ FILE:LINE: reason. Text values stay text (a duration "0:02:12", a "5/1000" step)
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import polars as pl
 
 from ingest.parsers._common import load_json
+from ingest.parsers._record_text import (
+    MAX_COLUMNS_DOCUMENT_CHARS,
+    chart_names,
+    csv_fields,
+    document_names,
+    first_line,
+    first_lines,
+    flat,
+    flat_names,
+    json_object,
+    prefixes_of,
+    record_lists,
+    record_text,
+    unprefixed,
+)
 from ingest.parsers._records import StepRecords
 from ingest.parsers.base import LogParser, epoch_date
 from perfledger.errors import NoKnownNames, ParseError
@@ -38,37 +55,6 @@ MAX_FAST_BRACKETS = 256
 _SNIFF_KEYS = ("step", "step_time_s", "elapsed_s", "wall_time")
 
 
-def _first_lines(text: str, count: int) -> Iterator[str]:
-    """The first `count` lines that are not blank, stripped (a stray line may stand before a file's own)."""
-    lines = (line.lstrip("\ufeff").strip() for line in text.split("\n"))
-    return itertools.islice((line for line in lines if line), count)
-
-
-def first_line(text: str) -> str:
-    for line in text.split("\n"):
-        if line.strip():
-            return line.lstrip("\ufeff").strip()
-    return ""
-
-
-def csv_fields(line: str, delimiter: str = ",") -> list[str] | None:
-    """One CSV line's fields; None when the csv module refuses it (a stray carriage return, a huge field)."""
-    try:
-        return next(csv.reader([line], delimiter=delimiter), [])
-    except csv.Error:
-        return None
-
-
-def _json_object(line: str) -> dict[str, Any] | None:
-    if not line.startswith("{") or not line.endswith("}"):
-        return None
-    try:
-        obj = load_json(line)
-    except json.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def looks_like_records(names: Sequence[str]) -> bool:
     """Whether a record's names are a training step's as the vocabulary knows them: a step (or a clock) and a
     training figure."""
@@ -77,16 +63,6 @@ def looks_like_records(names: Sequence[str]) -> bool:
     return bool(columns & set(_SNIFF_KEYS)) and bool(columns & {"loss", "lr", "grad_norm", "step_time_s",
                                                                 "reported_tflops_per_device", "reported_mfu",
                                                                 "reported_tokens_per_s_per_device"})
-
-
-_DOCUMENT_KEY = re.compile(r'"([^"\n]{1,255})"\s*:')
-MAX_COLUMNS_DOCUMENT_CHARS = 64 * 2**20  # a whole-document JSON is parsed at once: larger ones are refused
-
-
-def _document_names(head: str) -> list[str]:
-    """The names a JSON document's head holds: of per-step arrays ({"lm loss": [..], "time info": [..]}) or of
-    records nested in it ({"train_info": {"metrics": [{"step": 250, "train loss": ...}, ...]}})."""
-    return _DOCUMENT_KEY.findall(head) if head.lstrip().startswith("{") else []
 
 
 def _document_looks_like_steps(names: Sequence[str]) -> bool:
@@ -98,7 +74,7 @@ def _document_looks_like_steps(names: Sequence[str]) -> bool:
 def _header(line: str) -> tuple[str, list[str]] | None:
     """(delimiter, names) of a CSV / TSV header row whose names the vocabulary reads as records."""
     for delimiter in DELIMITERS:
-        names = csv_fields(line, delimiter) or []
+        names = chart_names(csv_fields(line, delimiter) or [])[0]
         if len(names) >= 2 and looks_like_records(names):
             return delimiter, names
     return None
@@ -111,19 +87,28 @@ class MetricsFileParser(LogParser):
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
+        _, prefixes = prefixes_of(list(first_lines(head, 20)))
+        if prefixes:
+            head = "\n".join(unprefixed(line, prefixes) for line in first_lines(head, 20))
         line = first_line(head)
-        if _json_object(line) is None and line.startswith("{"):
-            return _document_looks_like_steps(_document_names(head))
+        if json_object(line) is None and line.startswith("{"):
+            return _document_looks_like_steps(document_names(head))
         if _header(line) is not None:
             return True
-        records = (obj for text in _first_lines(head, 20) if (obj := _json_object(text)) is not None)
-        return any(looks_like_records(list(obj)) for obj in itertools.islice(records, 1))
+        lines = list(first_lines(head, 20))
+        objects = [obj for text in lines if (obj := json_object(text)) is not None]
+        if 2 * len(objects) < len(lines):  # a JSON line or two in console output: not a record stream
+            return False
+        # the first record names a step and a figure; in a framework's own stream (a recognised prefix) one of the
+        # first three may (DLLogger opens with its PARAMETER record)
+        return any(looks_like_records(flat_names(obj)) for obj in objects[:3 if prefixes else 1])
 
     @classmethod
     def claims(cls, line: str) -> bool:
         """JSON records each claim; a CSV's evidence is its header, the head as a whole (its rows name nothing)."""
-        obj = _json_object(line.strip())
-        return obj is not None and looks_like_records(list(obj))
+        line = unprefixed(line.strip(), prefixes_of([line])[1])
+        obj = json_object(line)
+        return obj is not None and looks_like_records(flat_names(obj))
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
@@ -134,13 +119,23 @@ class MetricsFileParser(LogParser):
         self.document: list[str] = []  # mode "columns": the whole JSON document, parsed in finish()
         self.document_chars = 0
         self.tail = empty_steps()
+        self.prefixes: tuple[re.Pattern[str], ...] | None = None  # the recognised frameworks' line prefixes
+        self.runs: list[str] = []  # a W&B chart export's runs
 
     def header(self, line: str) -> tuple[str, list[str]] | None:
         """(delimiter, the names to read each column as) of a header row; None if this format refuses it."""
-        return _header(line)
+        found = _header(line)
+        if found is not None:
+            self.runs = chart_names(csv_fields(line, found[0]) or [])[1]
+        return found
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
+        if self.prefixes is None:
+            found, self.prefixes = prefixes_of(list(itertools.islice((x for x in lines if x.strip()), 20)))
+            self.records.frameworks = tuple(found)
+        if self.prefixes:
+            lines = [unprefixed(line, self.prefixes) for line in lines]
         if self.mode is None:
             lines, first_lineno = self._start(lines, first_lineno)
         if self.mode is None or not lines:
@@ -161,10 +156,10 @@ class MetricsFileParser(LogParser):
             if not text:
                 continue
             if text.startswith("{"):
-                self.mode = "jsonl" if _json_object(text) is not None else "columns"
+                self.mode = "jsonl" if json_object(text) is not None else "columns"
                 return lines[offset:], first_lineno + offset
             header = self.header(text)
-            if header is None and any(_json_object(line.strip()) for line in lines[offset + 1:offset + 20]):
+            if header is None and any(json_object(line.strip()) for line in lines[offset + 1:offset + 20]):
                 self.problem(first_lineno + offset, f"not a record of the {self.kind_name}; skipped")
                 continue  # a stray line before the first JSON record
             if header is None:
@@ -234,6 +229,12 @@ class MetricsFileParser(LogParser):
             frame = pl.read_ndjson("\n".join(kept).encode(), infer_schema_length=None)
         except Exception:  # noqa: BLE001 - any refusal: read line by line to name the line at fault
             return self._jsonl_by_line(lines, first_lineno)
+        nested = [c for c in frame.columns if isinstance(frame[c].dtype, pl.Struct)]
+        if nested:
+            try:
+                frame = frame.unnest(nested)
+            except pl.exceptions.PolarsError:  # a nested name that is also a top-level name: line by line
+                return self._jsonl_by_line(lines, first_lineno)
         known = [c for c in frame.columns if self.records.known(c)]
         if any(not (frame[c].dtype.is_numeric() or frame[c].dtype == pl.String) for c in known):
             return self._jsonl_by_line(lines, first_lineno)
@@ -253,7 +254,7 @@ class MetricsFileParser(LogParser):
             if not isinstance(obj, dict):
                 self.problem(first_lineno + offset, "a JSON value that is not an object; skipped")
                 continue
-            for name, value in obj.items():
+            for name, value in flat(obj).items():
                 if self.records.known(name):
                     columns.setdefault(name, [None] * count).append(record_text(value))
             count += 1
@@ -281,12 +282,15 @@ class MetricsFileParser(LogParser):
         if not isinstance(doc, dict):
             raise ParseError(self.file_name, 1, "the JSON document is not an object")
         known = self.records.known
-        lists = sorted(_record_lists(doc, known), key=len, reverse=True)
+        lists = sorted(record_lists(doc, known), key=len, reverse=True)
         if lists:
             names = list(dict.fromkeys(k for record in lists[0] for k in record if known(k)))
             return pl.DataFrame({k: [record_text(r.get(k)) for r in lists[0]] for k in names},
                                 schema=dict.fromkeys(names, pl.String))
         arrays = {k: v for k, v in doc.items() if isinstance(v, list) and known(k)}
+        if not arrays:  # one record: a flat object of the run's totals (HF all_results.json)
+            flat = {k: v for k, v in doc.items() if known(k) and not isinstance(v, dict | list)}
+            return pl.DataFrame({k: [record_text(v)] for k, v in flat.items()}, schema=dict.fromkeys(flat, pl.String))
         length = max((len(v) for v in arrays.values()), default=0)
         return pl.DataFrame({k: [record_text(x) for x in v] + [None] * (length - len(v)) for k, v in arrays.items()},
                             schema=dict.fromkeys(arrays, pl.String))
@@ -305,7 +309,8 @@ class MetricsFileParser(LogParser):
             "; none of its names is in the key vocabulary: add them with `python -m perfledger keys add`")
 
     def record_notes(self) -> list[str]:
-        return [n for n in (self.records.step_time_note(), self.records.set_aside_note()) if n]
+        return [n for n in (self.records.step_time_note(), self.records.set_aside_note(), self.records.nan_note())
+                if n]
 
     def default_framework(self) -> str | None:
         return None
@@ -318,44 +323,26 @@ class MetricsFileParser(LogParser):
         if self.mode == "columns":
             self.tail = records.steps(self._columns())
             self.document.clear()
-        if records.rows == 0:
+        results = records.summary_results({}, locator="the end-of-run summary record")
+        if records.rows == 0 and not results:
             raise NoKnownNames(self.file_name, None, self.no_rows_reason())
         return ParseSummary(
             format=self.format,
             config=RunConfig(framework=records.framework or self.default_framework(), micro_batch=records.micro_batch),
             problems=tuple(self.problems),
             warnings=tuple(self.warnings()),
+            results=results,
             skipped_lines=self.skipped_lines,
             meta=self.meta(),
         )
 
     def warnings(self) -> list[str]:
         out = self.record_notes()
+        if len(self.runs) > 1:
+            out.append(f"the chart export holds {len(self.runs)} runs; only the first ({self.runs[0]}) is read")
         if self.records.numbered_by_row:
             out.append("the records carry no step number: steps are numbered in the order of the records")
         return out
-
-
-def _record_lists(value: Any, known: Callable[[str], bool], depth: int = 0) -> Iterator[list[dict[str, Any]]]:
-    """Every list of objects nested in a JSON value whose first object has a name the vocabulary knows."""
-    if depth > 8:
-        return
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _record_lists(item, known, depth + 1)
-    elif isinstance(value, list) and value and isinstance(value[0], dict) and any(known(k) for k in value[0]):
-        yield [r for r in value if isinstance(r, dict)]
-
-
-def record_text(value: Any) -> str | None:
-    """A JSON value as the text a column holds (numbers exactly, NaN kept); None for what is not a scalar."""
-    if value is None or isinstance(value, dict | list):
-        return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
 
 
 PARSER = MetricsFileParser

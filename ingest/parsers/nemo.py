@@ -40,7 +40,14 @@ class NemoParser(LogParser):
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
-        return bool(_SNIFF.search(head))
+        if "DLLL {" not in head:
+            return bool(_SNIFF.search(head))
+        return any(cls.claims(line) for line in head.split("\n"))
+
+    @classmethod
+    def claims(cls, line: str) -> bool:
+        """NeMo's stdout lines; not its DLLogger file's `DLLL {...}` JSON (a record stream)."""
+        return not line.startswith("DLLL {") and bool(_SNIFF.search(line))
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)

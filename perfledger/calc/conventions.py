@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from perfledger.calc import flops as fl
 
-LORA_FACTOR = 4 / 6  # forward 2 + activation gradients 2; frozen weights get no weight gradient (of 6)
+LORA_FACTOR = fl.LORA_FACTOR
 DEFAULT = "default"
 
 

@@ -225,6 +225,32 @@ def flops_per_token(shape: ModelShape, seq_len: int, formula: str = DEFAULT_FORM
     return fn(shape, seq_len)
 
 
+LORA_FACTOR = 4 / 6  # forward 2 + activation gradients 2 of the full 6: frozen weights get no weight gradient
+# workload -> (factor on the training FLOPs per token, what the factor says); a workload not here trains every weight
+WORKLOAD_CONVENTIONS: dict[str, tuple[float, str]] = {
+    "lora": (LORA_FACTOR, "LoRA: the frozen weights get no weight gradient, 4/6 of full training's FLOPs"),
+}
+
+
+def workload_flops_per_token(shape: ModelShape, seq_len: int, workload: str | None,
+                             formula: str = DEFAULT_FORMULA) -> float:
+    """Training FLOPs per token of a run of this workload: the formula's count, times the workload's factor (LoRA
+    4/6: forward 2 and activation gradients 2 per parameter, no weight gradients for the frozen weights). An RL
+    step's generation is not training and is not counted. FLOP/token.
+
+    >>> round(workload_flops_per_token(LLAMA2_70B, 4096, "lora") / flops_per_token(LLAMA2_70B, 4096), 4)
+    0.6667
+    """
+    factor, _ = WORKLOAD_CONVENTIONS.get(workload or "", (1.0, ""))
+    return flops_per_token(shape, seq_len, formula) * factor
+
+
+def workload_title(workload: str | None, formula: str = DEFAULT_FORMULA) -> str:
+    """The FLOPs convention a run of this workload is counted under, in words."""
+    title = FORMULA_TITLES[formula]
+    return f"{title} x {WORKLOAD_CONVENTIONS[workload][1]}" if workload in WORKLOAD_CONVENTIONS else title
+
+
 # Shapes used by the docstring examples (formulas.md section 2); the store's model table is the real source.
 LLAMA2_7B = ModelShape(layers=32, hidden=4096, heads=32, kv_heads=32, ffn_hidden=11008, vocab=32000, swiglu=True,
                        params=6.738e9)

@@ -6,6 +6,10 @@ The rule is explicit and stored with every derived figure:
 - stall: after warm-up, a step slower than max(median * (1 + stall_min_excess),
   median + stall_mads * 1.4826 * MAD) (eval, checkpoint, a straggler); counted, then excluded; fewer than three
   timed steps after warm-up are never called stalls;
+- impossible: a step faster than the device can be (its tokens/s over all devices above max_tokens_per_s, or the
+  TFLOP/s per device the log printed above max_tflops_per_device: the peak at the stated precision; asynchronous
+  dispatch timing the launch, not the work) is flagged, counted, and left out of the window and of the stall
+  threshold; the rule gets the limits from the run's accelerator, precision, model and device count;
 - steady window: the remaining steps. Throughput = tokens in the window / time in the window.
 - not a steady state (not_steady() says why, and the summary and the Runs page show it): fewer than
   min_steady_steps (5) timed steps in the window, a window of one step, or no timed step left once warm-up and
@@ -35,6 +39,8 @@ class SteadyRule:
     min_steady_steps: int = 5  # fewer timed steps in the window: the figures are flagged as not a steady state
     first_step: int | None = None  # a window chosen by hand overrides the warm-up rule
     last_step: int | None = None
+    max_tokens_per_s: float | None = None  # all devices, at the peak of the stated precision: faster is impossible
+    max_tflops_per_device: float | None = None  # the peak: a printed TFLOP/s per device above it is impossible
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,9 +51,12 @@ class SteadyRule:
         else:
             window = (f"warm-up = first max({self.warmup_min_steps}, {self.warmup_fraction:.0%} of steps), "
                       "at most half of them")
+        limit = "" if self.max_tokens_per_s is None and self.max_tflops_per_device is None else (
+            "; impossible = faster than the device's peak"
+            + (f" ({self.max_tflops_per_device:,.0f} TFLOP/s per device)" if self.max_tflops_per_device else ""))
         return (
             f"{window}; stall = step time > max(median x {1 + self.stall_min_excess:g}, "
-            f"median + {self.stall_mads:g} x 1.4826 x MAD)"
+            f"median + {self.stall_mads:g} x 1.4826 x MAD){limit}"
         )
 
 
@@ -65,6 +74,7 @@ class SteadyState:
     tokens_per_s: float | None  # aggregate over all devices
     rule: SteadyRule
     timed_steps: int | None = None  # steps in the window with a step time (None: not counted)
+    impossible: int = 0  # steps faster than the device's peak: flagged, left out of the window
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -84,12 +94,13 @@ def warmup_count(n_steps: int, rule: SteadyRule) -> int:
 
 
 def label_steps(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> pl.Series:
-    """One label per row of `steps` (ordered by step): "warmup", "stall", "steady" or "untimed"."""
+    """One label per row of `steps` (ordered by step): "warmup", "impossible", "stall", "steady" or "untimed"."""
     if steps.height == 0:
         return pl.Series("phase", [], dtype=pl.String)
     p = _phases(steps, rule)
     return pl.select(
         pl.when(~p.inside).then(pl.lit("warmup"))
+        .when(p.impossible).then(pl.lit("impossible"))
         .when(~p.timed).then(pl.lit("untimed"))
         .when(p.stalled).then(pl.lit("stall"))
         .otherwise(pl.lit("steady"))
@@ -105,26 +116,45 @@ class _Phases:
     timed: pl.Series  # has a finite, positive step time
     stalled: pl.Series  # inside, timed and slower than the stall threshold
     time_s: pl.Series
+    impossible: pl.Series  # inside and faster than the device's peak
 
     @property
     def steady(self) -> pl.Series:
-        return self.inside & self.timed & ~self.stalled
+        return self.inside & self.timed & ~self.stalled & ~self.impossible
 
     @property
     def window(self) -> pl.Series:  # steady or untimed
-        return self.inside & ~self.stalled
+        return self.inside & ~self.stalled & ~self.impossible
 
 
 def _phases(steps: pl.DataFrame, rule: SteadyRule) -> _Phases:
     t = steps["step_time_s"].cast(pl.Float64)
     inside = _inside(steps, rule)
     timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
-    threshold = _stall_threshold(t.filter(inside & timed), rule)
+    impossible = inside & steps.select(_impossible_expr(rule, steps.columns)).to_series().fill_null(False)
+    threshold = _stall_threshold(t.filter(inside & timed & ~impossible), rule)
     if threshold is None:  # too few timed steps to call any of them a stall
         stalled = pl.repeat(False, steps.height, eager=True)
     else:
-        stalled = (inside & timed & (t > threshold)).fill_null(False)
-    return _Phases(inside=inside, timed=timed, stalled=stalled, time_s=t)
+        stalled = (inside & timed & ~impossible & (t > threshold)).fill_null(False)
+    return _Phases(inside=inside, timed=timed, stalled=stalled, time_s=t, impossible=impossible)
+
+
+def _impossible_expr(rule: SteadyRule, columns: list[str]) -> pl.Expr:
+    """True for a step faster than the rule's limits allow (a step the limits cannot judge is not impossible)."""
+    checks = []
+    if rule.max_tokens_per_s is not None and "tokens" in columns:
+        rate = pl.col("tokens").cast(pl.Float64) / pl.col("step_time_s").cast(pl.Float64)
+        checks.append(rate.fill_nan(None) > rule.max_tokens_per_s)
+    if rule.max_tflops_per_device is not None and "reported_tflops_per_device" in columns:
+        printed = pl.col("reported_tflops_per_device").cast(pl.Float64).fill_nan(None)
+        checks.append(printed > rule.max_tflops_per_device)
+    return pl.any_horizontal(c.fill_null(False) for c in checks) if checks else pl.lit(False)
+
+
+def steady_columns(rule: SteadyRule) -> list[str]:
+    """The step columns steady_state reads under this rule."""
+    return ["step", "step_time_s", "tokens"] + (["reported_tflops_per_device"] if rule.max_tflops_per_device else [])
 
 
 def _inside(steps: pl.DataFrame, rule: SteadyRule) -> pl.Series:
@@ -158,7 +188,7 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
     """
     if steps.height == 0:
         raise InvalidInput("the run has no steps, so it has no steady state")
-    ordered = steps.select("step", "step_time_s", "tokens")
+    ordered = steps.select([c for c in steady_columns(rule) if c in steps.columns])
     if not ordered["step"].is_sorted():
         ordered = ordered.sort("step", maintain_order=True)  # repeated steps keep their order in the log
     p = _phases(ordered, rule)
@@ -180,6 +210,7 @@ def steady_state(steps: pl.DataFrame, rule: SteadyRule = SteadyRule()) -> Steady
         tokens_per_s=_tokens_per_s(times, ordered["tokens"].filter(steady)),
         rule=rule,
         timed_steps=times.len(),
+        impossible=int(p.impossible.sum()),
     )
 
 
@@ -189,7 +220,8 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
     short one. Same rule, same formulas: order statistics equal steady_state()'s to the last bit; mean, std
     and sums to rounding (their summation order differs, as it already does between two chunkings of a frame).
     """
-    rows = steps.select("step", "step_time_s", "tokens").with_row_index("_row")
+    names = steps.collect_schema().names()
+    rows = steps.select([c for c in steady_columns(rule) if c in names]).with_row_index("_row")
     n = orderstats.count(steps)
     if n == 0:
         raise InvalidInput("the run has no steps, so it has no steady state")
@@ -197,16 +229,17 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
     tokens = pl.col("tokens").cast(pl.Float64)
     inside = _inside_expr(n, rule)
     timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
-    threshold = _stall_threshold_of(rows, t, inside & timed, rule)
-    stalled = pl.lit(False) if threshold is None else (inside & timed & (t > threshold)).fill_null(False)
-    steady, window = inside & timed & ~stalled, inside & ~stalled
+    impossible = inside & _impossible_expr(rule, names)
+    threshold = _stall_threshold_of(rows, t, inside & timed & ~impossible, rule)
+    stalled = pl.lit(False) if threshold is None else (inside & timed & ~impossible & (t > threshold)).fill_null(False)
+    steady, window = inside & timed & ~stalled & ~impossible, inside & ~stalled & ~impossible
     counted = steady & tokens.is_not_null() & tokens.is_finite()
     totals = rows.select(
         (~inside).sum().alias("warmup"), stalled.sum().alias("stalls"), window.sum().alias("in_window"),
         pl.col("step").filter(window).min().alias("first"), pl.col("step").filter(window).max().alias("last"),
         steady.sum().alias("n_steady"), t.filter(steady).mean().alias("mean"),
         t.filter(counted).sum().alias("time"), tokens.filter(counted).sum().alias("tokens"),
-        counted.any().alias("any_counted"),
+        counted.any().alias("any_counted"), impossible.sum().alias("impossible"),
     ).collect(engine="streaming").row(0, named=True)
     median, p99 = orderstats.quantiles(rows, t, [0.5, 0.99], steady)
     cv = _cv_of(rows, t.filter(steady), totals["n_steady"], totals["mean"])
@@ -224,6 +257,7 @@ def steady_state_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule()
         tokens_per_s=totals["tokens"] / time if time > 0 else None,
         rule=rule,
         timed_steps=int(totals["n_steady"]),
+        impossible=int(totals["impossible"]),
     )
 
 
@@ -235,9 +269,11 @@ def label_steps_of_ordered(steps: pl.LazyFrame, rule: SteadyRule = SteadyRule())
     t = pl.col("step_time_s").cast(pl.Float64)
     inside = _inside_expr(n, rule)
     timed = (t.is_not_null() & t.is_finite() & (t > 0)).fill_null(False)
-    threshold = _stall_threshold_of(rows, t, inside & timed, rule)
-    stalled = pl.lit(False) if threshold is None else (inside & timed & (t > threshold)).fill_null(False)
-    return (pl.when(~inside).then(pl.lit("warmup")).when(~timed).then(pl.lit("untimed"))
+    impossible = inside & _impossible_expr(rule, steps.collect_schema().names())
+    threshold = _stall_threshold_of(rows, t, inside & timed & ~impossible, rule)
+    stalled = pl.lit(False) if threshold is None else (inside & timed & ~impossible & (t > threshold)).fill_null(False)
+    return (pl.when(~inside).then(pl.lit("warmup")).when(impossible).then(pl.lit("impossible"))
+            .when(~timed).then(pl.lit("untimed"))
             .when(stalled).then(pl.lit("stall")).otherwise(pl.lit("steady")).alias("phase"))
 
 

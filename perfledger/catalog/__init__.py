@@ -22,6 +22,8 @@ from perfledger.catalog.names import nearest, normalize_name
 from perfledger.catalog.precision import PRECISION_ALIASES, normalize_precision
 from perfledger.catalog.record import Alias, Catalog, Names, bundled_catalog, format_aliases, parse_aliases
 from perfledger.catalog.resolve import (
+    NameMatch,
+    model_in_name,
     nearest_ids,
     resolve_accelerator,
     resolve_accelerator_noted,
@@ -35,12 +37,14 @@ __all__ = [
     "PRECISION_ALIASES",
     "Alias",
     "Catalog",
+    "NameMatch",
     "Names",
     "bundled_catalog",
     "format_aliases",
     "is_absent",
     "link_record",
     "linked_ids",
+    "model_in_name",
     "nearest",
     "nearest_ids",
     "normalize_name",

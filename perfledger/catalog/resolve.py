@@ -6,6 +6,9 @@ what parsers, which never touch the store, get. Code holding a store passes `per
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from perfledger.catalog.names import keys, lookup, printed_size
 from perfledger.catalog.record import Catalog, bundled_catalog
 from perfledger.errors import UnknownId
@@ -80,3 +83,46 @@ def _number(cell: object) -> float | None:
         return float(cell) if cell not in (None, "") else None  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class NameMatch:
+    """A catalog id found in a printed name, the part of the name that names it, and how sure the match is."""
+
+    id: str
+    part: str  # the words of the printed name that name the model
+    confidence: str  # WHOLE_NAME or LEADING_WORDS
+
+
+WHOLE_NAME = "the name is a catalog name or alias"
+LEADING_WORDS = "the leading words of a run or class name are a catalog name"
+# A class or run name's words that say nothing of which model: "Llama3ModelProvider8B", "llama3-8b-pretrain".
+_FILLER = frozenset({"model", "models", "provider", "config", "configuration", "for", "causal", "lm", "pretrain",
+                     "pretraining", "finetune", "sft", "recipe", "hf"})
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z0-9])|(?<=[0-9])(?=[A-Z][a-z])")
+_SPLIT = re.compile(r"[\s_/.:-]+")
+
+
+def name_words(name: str) -> list[str]:
+    """A run or class name's words, filler words left out: "Llama3ModelProvider8B" -> ["Llama", "3", "8B"]."""
+    tail = name.rsplit(".", 1)[-1] if "/" not in name and name.count(".") > 1 else name  # a class path's class
+    return [w for w in _SPLIT.split(_CAMEL.sub(" ", tail)) if w and w.lower() not in _FILLER]
+
+
+def model_in_name(name: str, catalog: Catalog | None = None) -> NameMatch | None:
+    """The catalog model a printed name names: the whole name ("facebook/opt-350m"), else the longest run of its
+    leading words that prints a size and is a catalog name ("llama3_70b_64gpus_tp2" -> llama3-70b,
+    "megatron.bridge...Llama3ModelProvider8B" -> llama3-8b). None when no part of it is one.
+
+    >>> model_in_name("llama3_70b_64gpus_tp2_pp4_gbs128").id, model_in_name("Llama3ModelProvider8B").id
+    ('llama3-70b', 'llama3-8b')
+    """
+    whole = resolve_or_none("model", name, catalog)
+    if whole is not None:
+        return NameMatch(whole, name, WHOLE_NAME)
+    words = name_words(name)
+    for end in range(len(words), 0, -1):
+        part = " ".join(words[:end])
+        if printed_size(part) is not None and (found := resolve_or_none("model", part, catalog)) is not None:
+            return NameMatch(found, part, LEADING_WORDS)
+    return None

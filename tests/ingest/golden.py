@@ -49,6 +49,7 @@ def golden_summary(outcome: IngestOutcome) -> dict[str, Any]:
         "steps": outcome.steps,
         "skipped_lines": outcome.skipped_lines,
         "config": outcome.summary.config,
+        "identity": outcome.summary.identity,
         "steady_state": steady,
         "reported": outcome.summary.reported,
         "warnings": list(outcome.summary.warnings),

@@ -70,7 +70,7 @@ def test_lines_of_a_layered_format_are_not_stray() -> None:
 
 def test_the_format_most_lines_claim_wins_and_ties_go_to_the_registry_order() -> None:
     nanogpt = "\n".join(STRAY["nanogpt"] for _ in range(3))
-    assert weigh(f"{STRAY['mlperf']}\n{nanogpt}", file_name="x").parser.format.value == "nanogpt"
+    assert weigh(f"{STRAY['mlperf']}\n{nanogpt}", file_name="x").parser.format.value == "key_value"
     assert weigh(f"{STRAY['mlperf']}\n{STRAY['nanogpt']}", file_name="x").parser.format.value == "mlperf"
 
 
@@ -78,6 +78,7 @@ def test_stray_lines_are_named_by_line_number() -> None:
     head = "\n".join([STRAY["nanogpt"]] * 2 + [STRAY["mlperf"]] + [STRAY["nanogpt"]] * 5)
     found = weigh(head, file_name=str(Path("x.log")))
     assert [(s.lineno, s.format.value) for s in found.stray] == [(3, "mlperf")]
+    assert found.parser.format.value == "key_value"
 
 
 def test_random_text_is_unknown_and_the_error_lists_every_format() -> None:

@@ -9,18 +9,15 @@ from hypothesis import strategies as hs
 
 from ingest.parsers import (
     claims_csv,
-    hf_results_json,
-    hf_trainer_log,
     hf_trainer_state,
-    llmc,
+    key_value_log,
+    metrics_file,
     mlperf,
-    nanogpt,
     optimum_habana,
     torchtitan,
 )
 from ingest.parsers.base import LogParser
 from ingest.parsers.deepspeed import DeepSpeedParser
-from ingest.parsers.dllogger import DLLoggerParser
 from ingest.parsers.megatron import MegatronParser
 from ingest.parsers.megatron_golden import MegatronGoldenParser
 from ingest.parsers.nemo import NemoParser
@@ -28,7 +25,7 @@ from perfledger.errors import ParseError
 from perfledger.records import STEP_SCHEMA
 from tests.ingest.parsers.helpers import megatron_line
 
-LINE_PARSERS: tuple[type[LogParser], ...] = (MegatronParser, DeepSpeedParser, NemoParser, DLLoggerParser, MegatronGoldenParser)
+LINE_PARSERS: tuple[type[LogParser], ...] = (MegatronParser, DeepSpeedParser, NemoParser, MegatronGoldenParser)
 
 
 def test_parsers_refuse_a_file_without_steps_with_a_parse_error() -> None:
@@ -53,14 +50,16 @@ def test_arbitrary_text_gives_frames_or_parse_error(lines: list[str], parser_cls
         pass
 
 
-OTHER_PARSERS: list[type[LogParser]] = [m.PARSER for m in (mlperf, hf_trainer_state, hf_trainer_log, hf_results_json, optimum_habana,
-                              torchtitan, nanogpt, llmc, claims_csv)]
+OTHER_PARSERS: list[type[LogParser]] = [m.PARSER for m in (mlperf, hf_trainer_state, key_value_log, metrics_file,
+                                                            optimum_habana, torchtitan, claims_csv)]
 
 
 FRAGMENTS = hs.sampled_from([
     ":::MLLOG {", '"key": "run_stop"', "step: 3  loss: nan  tps: 1,2", "iter 1: loss 2, time 3ms, mfu -1%",
     "s:1 trl:2", "{'loss': 1}", '{"log_history": [', "metric,value,unit,source_title,model,accelerator\n",
     "\r", "\n", "}", "]", ",", "%", "train_runtime = 1:2", '{"a::b": {"gaudi2": {"train_samples_per_second": 1}}}',
+    "1|51|Loss: 1.23:  10%|█ | 51/512 [01:02<05:16,  1.46it/s, lr=2e-5]", "│ loss │ 1.5 │ lr │ 2e-5 │",
+    "[batch=3/10]:", "DLLL ", "Train step 2/9 done.",
 ])
 
 

@@ -1,6 +1,8 @@
-"""Composer / llm-foundry console logs: `[batch=N/M]:` blocks of `Train <name>: <value>` lines become steps with
-step time from batches/s or wall clock, per-step tokens from the cumulative counters, printed speed figures kept
-beside ours; the Config block and warnings give devices, precision and accelerator."""
+"""Composer / llm-foundry console logs, read by the console reader through Composer's rows (data/frameworks.csv:
+its `[batch=N/M]:` line is recognised, its `Train ` prefix removed; data/metric_keys.csv: its names): the batch
+blocks of `Train <name>: <value>` lines become steps with step time from batches/s or wall clock, per-step tokens
+from the cumulative counters, printed speed figures kept beside ours; the Config block and warnings give devices,
+precision and accelerator (data/config_keys.csv), and the counters the batch shape."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 
 from ingest.detect import detect_file, parse_file
 from ingest.parsers._common import concat_steps
-from ingest.parsers.composer import ComposerParser
+from ingest.parsers.key_value_log import KeyValueLogParser
 from ingest.pipeline import prepare
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary
@@ -19,7 +21,7 @@ LOG = LOGS / "helios113_dyna_composer_h100nvl_console.log"
 
 
 def feed(lines: list[str], chunk: int = 4) -> tuple[ParseSummary, pl.DataFrame]:
-    parser = ComposerParser("train.log")
+    parser = KeyValueLogParser("train.log")
     frames = [parser.feed(lines[i:i + chunk], i + 1) for i in range(0, len(lines), chunk)]
     summary = parser.finish()
     return summary, concat_steps([*frames, parser.final_steps()])
@@ -29,8 +31,9 @@ def block(batch: int, *items: str, tag: str = "") -> list[str]:
     return [f"{tag}[batch={batch}/100]:", *(f"{tag}\t Train {item}" for item in items)]
 
 
-def test_composer_console_log_is_detected_as_composer() -> None:
-    assert detect_file(LOG) is ComposerParser
+def test_composer_console_log_is_read_by_the_console_reader_as_composer() -> None:
+    assert detect_file(LOG) is KeyValueLogParser
+    assert parse_file(LOG)[0].config.framework == "composer"
 
 
 def test_composer_steps_take_batches_per_sec_or_the_train_clock() -> None:
@@ -46,17 +49,19 @@ def test_composer_steps_take_batches_per_sec_or_the_train_clock() -> None:
 
 
 def test_composer_config_block_gives_devices_precision_batch_shape_and_accelerator() -> None:
-    summary, _ = parse_file(LOG)
-    config = summary.config
-    assert (config.n_devices, config.precision, config.micro_batch) == (1, "bf16", 2)
-    assert (config.global_batch, config.seq_len) == (2, 1024)
-    assert config.accelerator_as_printed == "nvidia h100 nvl"
-    assert config.framework_version == "0.31.0"
+    with prepare(LOG.read_bytes(), LOG.name) as run:
+        config = run.config
+    assert (config["n_devices"], config["precision"], config["micro_batch"]) == (1, "bf16", 2)
+    assert (config["global_batch"], config["seq_len"], config["grad_accum"]) == (2, 1024, 1)
+    assert config["accelerator_as_printed"] == "nvidia h100 nvl"
+    assert config["framework_version"] == "0.31.0"
+    assert config["identity"]["n_devices"]["where"].startswith("derived: 1 nodes x 1 devices per node")
+    assert config["identity"]["seq_len"]["where"] == "derived: the tokens logged per step / the samples per step"
 
 
 def test_composer_log_prepares_within_a_percent_of_its_printed_tokens_per_device() -> None:
     with prepare(LOG.read_bytes(), LOG.name) as run:
-        assert run.format.value == "composer"
+        assert run.format.value == "key_value"
         assert run.summary["tokens_per_s_per_device"] == pytest.approx(222.2194, rel=0.01)
 
 
@@ -73,7 +78,6 @@ def test_composer_mfu_and_flops_are_kept_as_printed_fractions_and_tflops() -> No
     assert last["step_time_s"] == pytest.approx(2.0)
     assert last["tokens"] == pytest.approx(8192)
     assert summary.config.micro_batch == 4
-    assert any("device count is unknown" in w for w in summary.warnings)
 
 
 def test_rank_tagged_and_epoch_blocks_are_read() -> None:
@@ -95,5 +99,5 @@ def test_items_printed_on_the_batch_line_are_read() -> None:
 
 
 def test_a_log_without_batch_blocks_is_refused() -> None:
-    with pytest.raises(ParseError, match="no Composer batch blocks"):
+    with pytest.raises(ParseError, match="no lines of `name: value` pairs with a step"):
         feed(["Config:", "num_nodes: 1", "******************************"])

@@ -8,12 +8,10 @@ import pytest
 from ingest.detect import detect_file, parse_file
 from ingest.parsers import (
     claims_csv,
-    hf_results_json,
-    hf_trainer_log,
     hf_trainer_state,
-    llmc,
+    key_value_log,
+    metrics_file,
     mlperf,
-    nanogpt,
     optimum_habana,
     torchtitan,
 )
@@ -56,7 +54,7 @@ EXPECTED: dict[str, tuple[LogFormat, int, dict[str, object]]] = {
         LogFormat.NEMO, 20, {"n_devices": 8, "precision": "fp8", "global_batch": 128, "seq_len": 8192}),
     "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log": (LogFormat.NEMO, 20, {"n_devices": 16, "pp": 2}),
     "gcp_a4_b200_qwen3_30b_16gpu_nemo2504.log": (LogFormat.NEMO, 20, {"n_devices": 16, "ep": 8, "num_experts": 128}),
-    "gpu_recipes_dllogger_example_gpt175b.json": (LogFormat.DLLOGGER, 50, {"num_layers": 96, "tp": 4, "pp": 8}),
+    "gpu_recipes_dllogger_example_gpt175b.json": (LogFormat.METRICS, 50, {"framework": "nemo"}),
 }
 
 
@@ -76,16 +74,16 @@ FIXTURES = {
     "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt": (mlperf, 5, ["time_to_train_s", "samples_per_s"]),
     "nvidia_hsg_ngpu2560_llama31_405b_nemo_v5.1_result_0.txt": (mlperf, 340, ["time_to_train_s", "tokens_per_s"]),
     "jaong_cpt_large_finetune_trainer_state.json": (hf_trainer_state, 10, ["samples_per_s"]),
-    "jaong_cpt_large_finetune_all_results.json": (hf_results_json, 0, ["samples_per_s"]),
-    "jaong_cpt_large_finetune_windows_console_crlf.txt": (hf_trainer_log, 10, ["samples_per_s"]),
-    "bigscience_hf_ds_gpt2_base_n4_v100_multirank.out": (hf_trainer_log, 0, ["samples_per_s"]),
-    "bigscience_hf_ds_gpt2_perf_n16_v100_multirank.out": (hf_trainer_log, 0, ["samples_per_s"]),
+    "jaong_cpt_large_finetune_all_results.json": (metrics_file, 0, ["samples_per_s"]),
+    "jaong_cpt_large_finetune_windows_console_crlf.txt": (key_value_log, 10, ["samples_per_s"]),
+    "bigscience_hf_ds_gpt2_base_n4_v100_multirank.out": (key_value_log, 1, ["samples_per_s"]),
+    "bigscience_hf_ds_gpt2_perf_n16_v100_multirank.out": (key_value_log, 1, ["samples_per_s"]),
     "optimum_habana_test_examples_baselines_gaudi123.json": (optimum_habana, 0, ["samples_per_s"] * 127),
     "qiu023_kimi_436m_attnres_fsdp_rtx5090_ansi.log": (torchtitan, 1251, []),
     "qiu023_vlm_447m_sft_8gpu_fsdp2_pp4_rtx5090_ansi.log": (torchtitan, 500, []),
     "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log": (torchtitan, 50, []),
-    "chenzihua_nanogpt_shakespeare_char_termux_nan.log": (nanogpt, 91, []),
-    "siddanthemani_gpt2_124m_8xa100_main.log": (llmc, 19552, []),
+    "chenzihua_nanogpt_shakespeare_char_termux_nan.log": (key_value_log, 91, []),
+    "siddanthemani_gpt2_124m_8xa100_main.log": (key_value_log, 19552, []),
     "claims_example.csv": (claims_csv, 0, ["tokens_per_s_per_device"] * 2 + ["model_tflops_per_device"] * 2),
 }
 

@@ -54,7 +54,7 @@ def test_the_hf_progress_bar_pattern_is_linear_on_a_run_of_digits() -> None:
     """Regression: `(\\d+)/(\\d+) \\[` started a scan of the run at each digit (14.6 s at 40K)."""
     import time
 
-    from ingest.parsers.hf_trainer_log import _BAR
+    from ingest.parsers._console import _BAR
     start = time.process_time()
     _BAR.findall("1" * 60_000 + "/1")
     assert time.process_time() - start < 0.5

@@ -1,6 +1,6 @@
-"""W&B run history exports (CSV from run.history() or a chart, JSONL wandb-history.jsonl): detected by their
-header or rows, figures read through the framework name table, wall clock where no step time is logged, and a
-line that does not fit skipped as FILE:LINE: reason."""
+"""W&B run history exports (CSV from run.history() or a chart, JSONL wandb-history.jsonl), read by the record reader:
+detected by their header or rows, figures read through the key vocabulary with the rows of every framework their
+names identify, wall clock where no step time is logged, and a line that does not fit skipped as FILE:LINE: reason."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from ingest.detect import detect_file, parse_file, weigh
 from ingest.parsers._common import concat_steps
-from ingest.parsers.wandb_history import WandbHistoryParser
+from ingest.parsers.metrics_file import MetricsFileParser
 from ingest.pipeline import prepare
 from perfledger.errors import ParseError
 from perfledger.records import ParseSummary
@@ -22,7 +22,7 @@ CSV = LOGS / "oraby8_tts_grpo_wandb_history.csv"
 
 
 def feed(lines: list[str], chunk: int = 2) -> tuple[ParseSummary, pl.DataFrame]:
-    parser = WandbHistoryParser("run.jsonl")
+    parser = MetricsFileParser("run.jsonl")
     frames = [parser.feed(lines[i:i + chunk], i + 1) for i in range(0, len(lines), chunk)]
     summary = parser.finish()
     return summary, concat_steps([*frames, parser.final_steps()])
@@ -37,8 +37,8 @@ def composer_row(step: int, runtime: float, loss: float, **extra: object) -> str
                   "time/token": step * 4096, "time/sample": step * 2, **extra})
 
 
-def test_history_csv_is_detected_as_wandb_history() -> None:
-    assert detect_file(CSV) is WandbHistoryParser
+def test_history_csv_is_detected_as_a_record_stream() -> None:
+    assert detect_file(CSV) is MetricsFileParser
 
 
 def test_history_csv_steps_take_the_framework_step_and_wall_clock_between_rows() -> None:
@@ -55,7 +55,7 @@ def test_history_csv_steps_take_the_framework_step_and_wall_clock_between_rows()
 
 def test_history_csv_prepares_with_its_median_step_time() -> None:
     with prepare(CSV.read_bytes(), CSV.name) as run:
-        assert run.format.value == "wandb_history"
+        assert run.format.value == "metrics"
         assert run.summary["step_time_s_median"] == pytest.approx(31.0, rel=0.01)
 
 
@@ -64,7 +64,7 @@ def test_jsonl_rows_map_composer_speed_figures_into_reported_columns() -> None:
                                                  "throughput/device/tokens_per_sec": 409.6,
                                                  "throughput/device/mfu": 0.41,
                                                  "throughput/device/flops_per_sec": 1.25e14}) for s in range(1, 6)]
-    assert weigh("\n".join(lines), file_name="wandb-history.jsonl").parser is WandbHistoryParser
+    assert weigh("\n".join(lines), file_name="wandb-history.jsonl").parser is MetricsFileParser
     summary, steps = feed(lines)
     last = steps.filter(pl.col("step") == 5).row(0, named=True)
     assert last["step_time_s"] == pytest.approx(10.0)  # 1 / batches_per_sec, not wall clock
@@ -134,7 +134,7 @@ def test_a_csv_row_with_the_wrong_field_count_is_skipped_with_its_line_number() 
 def test_a_chart_export_of_several_runs_reads_the_first_run() -> None:
     lines = ['"Step","a - train/loss","a - train/loss__MIN","a - train/loss__MAX","b - train/loss"',
              '"1","2.5","2.5","2.5","9.0"', '"2","2.4","2.4","2.4","9.0"']
-    assert weigh("\n".join(lines), file_name="wandb_export.csv").parser is WandbHistoryParser
+    assert weigh("\n".join(lines), file_name="wandb_export.csv").parser is MetricsFileParser
     summary, steps = feed(lines, chunk=3)
     assert steps["loss"].to_list() == pytest.approx([2.5, 2.4])
     assert any("only the first (a)" in w for w in summary.warnings)
