@@ -32,6 +32,7 @@ from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
 from ingest.text import TextChunk, clean_text, iter_text_chunks
+from ingest.timeline import PrintedSpan
 from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
@@ -165,11 +166,13 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
 
 def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
     """One pass over the file: every step frame into the spool, in batches; what else the parser learnt."""
+    span: PrintedSpan | None = None
     try:
         if parser.reads_bytes:  # a binary format: the stream itself, read once in order
             frames = parser.feed_stream(stream)
         else:
-            frames = _chunk_frames(parser, iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes))
+            span = PrintedSpan(iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes))
+            frames = _chunk_frames(parser, iter(span))
         backwards = 0
 
         def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
@@ -192,6 +195,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
             spool.add(kept(tail()))
         if backwards:
             parsed = replace(parsed, warnings=(*parsed.warnings, backwards_warning(backwards)))
+        if span is not None:  # the log's own clock, for goodput
+            parsed = replace(parsed, meta=parsed.meta | span.as_meta())
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(parser.file_name, None, f"could not be read to the end: {exc}") from None
     return parsed

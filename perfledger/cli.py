@@ -1,5 +1,6 @@
 """python -m perfledger: init | rebuild | calc | export | audit | copy | backup | restore (perfledger/cli_backup.py) |
-catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py).
+catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py) |
+compare (perfledger/cli_compare.py) | runs set|corrections (perfledger/cli_runs.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
 0 done, 1 the store or data refused, 2 a usage or input error.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_backup, cli_catalog, cli_check, cli_keys, store
+from perfledger import cli_backup, cli_catalog, cli_check, cli_compare, cli_keys, cli_runs, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -69,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_catalog.register(sub)
     cli_keys.register(sub)
     cli_check.register(sub)
+    cli_compare.register(sub)
+    cli_runs.register(sub)
     return parser
 
 
@@ -219,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "catalog": cli_catalog.run,
         "keys": cli_keys.run,
         "check": cli_check.run,
+        "compare": cli_compare.run,
+        "runs": cli_runs.run,
     }
     try:
         return commands[args.command](args)

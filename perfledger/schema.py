@@ -205,7 +205,23 @@ outcome = Table(
 CAMPAIGN_TABLES = (campaign, outcome)
 # --- end of campaigns ------------------------------------------------------------------------------------------------
 
-TABLES = (source, accelerator, model, run, step, result, *CAMPAIGN_TABLES)
+# --- corrections: a run's identity corrected by hand, kept with its time and reason (perfledger.store.corrections) ---
+correction = Table(
+    "correction",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, nullable=False),
+    Column("field", String, nullable=False),  # a RunConfig field: model, accelerator, n_devices, precision, ...
+    Column("before", Text),  # JSON: the value before (null: not stated)
+    Column("after", Text),  # JSON: the value after
+    Column("reason", Text),
+    Column("corrected_at", DateTime(timezone=True), nullable=False),
+    Index("ix_correction_run", "run_id"),
+)
+LATER_TABLES = (*CAMPAIGN_TABLES, correction)  # tables a store of an earlier release gets at its first write
+# --- end of corrections ----------------------------------------------------------------------------------------------
+
+TABLES = (source, accelerator, model, run, step, result, *CAMPAIGN_TABLES, correction)
 
 # One row: a random stamp each write transaction sets anew (perfledger.store.stamp), so an answer computed from
 # the store can be remembered until any process writes to it.

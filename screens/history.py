@@ -43,14 +43,15 @@ def pick(label: str, column: str, current: str, where: Any) -> str:
                       fmt=lambda v: v or "any")
 
 
-k1, k2, k3 = st.columns(3)
-k4, k5, k6 = st.columns(3)
+k1, k2, k3, k4 = st.columns(4)
+k5, k6, k7 = st.columns(3)
 state = replace(state, model=pick("Model", "model", state.model, k1),
                 accelerator=pick("Accelerator", "accelerator", state.accelerator, k2),
                 devices=int(pick("Devices", "devices", str(state.devices or ""), k3) or 0),
                 precision=pick("Precision", "precision", state.precision, k4),
-                layout=pick("Layout", "layout", state.layout, k5),
-                framework=pick("Framework", "framework", state.framework, k6))
+                workload=pick("Workload", "workload", state.workload, k5),
+                layout=pick("Layout", "layout", state.layout, k6),
+                framework=pick("Framework", "framework", state.framework, k7))
 t1, t2, t3 = st.columns(3)
 state = replace(
     state,

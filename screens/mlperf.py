@@ -32,7 +32,9 @@ for name, label in FILTERS:
     if unknown := [v for v in getattr(state, name) if v not in options[name]]:
         st.info(_ui.plain(f"No stored MLPerf result has {label.lower()} {', '.join(map(repr, unknown))}."),
                 icon=":material/link_off:")
-st.caption("Time to train is MLPerf's score: run_stop - run_start of the result file, in minutes. The round is the "
+st.caption("Time to train is each result file's: run_stop - run_start, in minutes. One file is one run, not MLPerf's "
+           "score: that is the olympic mean of a set of runs of one submitter's system (the Campaigns page scores "
+           "a set under its benchmark's rule and says how many runs it still needs). The round is the "
            "one the file's name states (a result file does not print it). Columns marked *derived* are not MLPerf "
            "metrics: tokens/s from the trained tokens over the time to train, model TFLOP/s from those tokens/s "
            "times the model's FLOPs per token at the stated sequence length.")

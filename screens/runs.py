@@ -1,4 +1,5 @@
-"""Runs: ingested logs; one run explored (configuration, per-step figures, steady window) or several overlaid."""
+"""Runs: ingested logs; one run explored (its verdict first, configuration, per-step figures, steady window) or
+several overlaid."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from perfledger import charts, views
 from perfledger.views import runs as rv
 from screens import _ui
 from screens._delete import delete_panel
+from screens._identity import identity_form
 from screens._mlperf import show_headline
+from screens._run_steps import show_claims, show_steady
 from screens._upload import upload_panel
+from screens._verdict import show_verdict
 
 PAGE = _ui.this_page(__file__)
 FORMATS = {"tokens_per_s_per_device": "%,.0f", "model_tflops_per_device": "%.1f", "mfu": "percent", "jitter_cv": "%.3f",
@@ -43,58 +47,39 @@ if state.run not in ids:
     _ui.compute(PAGE, state, db, sortable=False)  # a run that does not exist is said as an error
     st.info(_ui.plain(rv.unlisted_note(db, state.run)), icon=":material/info:")
     st.stop()
+verdict_box = st.container()  # first on the page, filled once the controls below have settled the state
 names = {rid: f"#{rid} · {name} ({fmt})" for rid, name, fmt in runs.select("id", "file_name", "format").iter_rows()}
-c1, c2 = st.columns([2, 3])
+c1, c2, c3, c4, c5 = st.columns([3, 3, 2, 2, 2])
 run_id = int(c1.selectbox("Run", ids, index=ids.index(state.run) if state.run in ids else 0, key=_ui.key(PAGE, "run"),
                           format_func=names.__getitem__))
 vs = c2.multiselect("Overlay with", [i for i in ids if i != run_id], default=[i for i in state.compared() if i in ids],
                     key=_ui.key(PAGE, "vs"), format_func=names.__getitem__)
-c3, c4, c5 = st.columns(3)
 state = replace(state, run=run_id, vs=tuple(str(i) for i in vs if i != run_id),
                 x=str(c3.segmented_control("Overlay by", rv.X_AXES, default=state.x, key=_ui.key(PAGE, "x")) or state.x),
                 warmup_fraction=float(c4.slider("Warm-up fraction", 0.0, 0.5, state.warmup_fraction, 0.01,
                                                 key=_ui.key(PAGE, "wf"))),
                 first=int(c5.number_input("Window first step (-1 = rule)", -1, value=state.first, key=_ui.key(PAGE, "w0"))))
 _ui.keep_in_url(state)
+with verdict_box:
+    show_verdict(db, state.run, state)
 
 steps = _ui.compute(PAGE, state, db, sortable=False)
 row = rv.stored_run(db, state.run)
 st.subheader(_ui.plain(f"Run {row.id} · {row.file_name}"))
 st.markdown(rv.header_table(row, _ui.plain))
 st.caption(_ui.plain(f"{row.format} log · {row.n_steps:,} steps · {row.skipped_lines:,} lines skipped"))
+identity_form(PAGE, db, row)
 summary = rv.page_summary(state, db, steps)
 if (note := rv.long_run_note(row)) is not None:
     st.caption(note)
 figures = rv.run_figures(db, row)
-headlined = show_headline(db, row, figures, FORMATS)  # an MLPerf result opens with its score, in minutes
+headlined = show_headline(db, row, figures, FORMATS)  # an MLPerf result: its time to train and the submission
 if summary is None and not headlined:
     st.info("This run has no timed steps (a result file or a summary): its stored figures follow, time to train "
             "first; 'derived' marks a figure computed from the ones the file states.", icon=":material/info:")
     _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
 elif summary is not None:
-    m = st.columns(4)
-    m[0].metric("Steady steps", f"{summary.steps_in_window:,}", f"{summary.warmup_steps} warm-up · {summary.stalls} stalls",
-                delta_color="off", delta_arrow="off")
-    m[1].metric("Median step time", f"{summary.step_time_s_median:.3f} s" if summary.step_time_s_median else "—")
-    m[2].metric("Jitter (CV)", f"{summary.jitter_cv:.3f}" if summary.jitter_cv is not None else "—")
-    m[3].metric("Tokens/s (all devices)", f"{summary.tokens_per_s:,.0f}" if summary.tokens_per_s else "—")
-    source = (row.summary or {}).get("step_time_source")
-    st.caption(summary.rule.describe() + " · the shaded band is the steady window"
-               + (f" · step time: {source}" if source else ""))  # one of _records.STEP_TIME_SOURCES
-    if (parts := rv.rlhf_parts(row)) is not None:
-        st.caption(_ui.plain(parts))
-    for flag in views.not_steady(summary):
-        st.warning(_ui.plain(f"Not a steady state: {flag}."))
-    for title, frame in (("Launches in this file (the run is summarised over the longest)", views.launches(db, row.id)),
-                         ("The log's own figures beside the recomputed ones", views.printed_vs_recomputed(db, row.id))):
-        if frame.height:
-            st.markdown(f"**{title}**")
-            _ui.show_table(frame, FORMATS, key=_ui.key(PAGE, f"t{len(title)}"))
-    _ui.chart(charts.spec(charts.step_times, steps), state, "step-time")
-    grid = st.columns(2)
-    for i, ch in enumerate(c for c in rv.STEP_CHARTS[:-1] if rv.drawable(steps, c)):
-        _ui.chart(charts.spec(charts.step_figure, steps, ch.column, ch.title, ch.axis, printed=ch.printed,
-                              window=rv.steady_window(summary), fmt=ch.fmt), state, ch.column, where=grid[i % 2])
+    show_steady(db, row, summary, steps, state, FORMATS, PAGE)
 if state.compared():
     both = rv.overlay_steps(state, db, steps)
     st.markdown(f"**{state.describe()}**, by {state.x}")
@@ -107,11 +92,7 @@ if state.compared():
 if summary is not None and figures.height and not headlined:
     with st.expander("Figures stored for this run"):
         _ui.show_table(figures, FORMATS, key=_ui.key(PAGE, "figures"))
-st.markdown("**Nearest published claims** for the same model, accelerator and workload, beside this run's figures")
-if (claims := views.nearest_claims(db, state.run)).height:
-    _ui.show_table(claims, FORMATS, key=_ui.key(PAGE, "claims"))
-else:
-    st.caption("No published claim in the ledger for this run's model and accelerator (or none named).")
+show_claims(db, state.run, FORMATS)
 _ui.download(state, steps)
 _ui.show_formula(PAGE)
 delete_panel(PAGE, state.run)

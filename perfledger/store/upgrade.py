@@ -7,8 +7,8 @@ DuckDB refuses to change the type of a column an index covers, and stores made b
 PostgreSQL's alone still carry it (see schema.step): on DuckDB that index is dropped first, in its own
 transaction (DuckDB checks the dependency against committed state), which loses nothing DuckDB reads by.
 
-Campaigns (schema.CAMPAIGN_TABLES) came later than runs: a store without them gets them at its first write, empty,
-its other tables untouched (add_campaign_tables).
+Campaigns and corrections (schema.LATER_TABLES) came later than runs: a store without them gets them at its first
+write, empty, its other tables untouched (add_campaign_tables).
 
 Columns added since (ADDED) are added by the same first writer, one ALTER TABLE ... ADD COLUMN each: a metadata
 change on both engines; the rows stored before read the new column as null ("not stated").
@@ -56,13 +56,13 @@ def widen_columns(conn: Connection) -> list[str]:
 
 
 def add_campaign_tables(conn: Connection) -> list[str]:
-    """Create the campaign tables a store of an earlier release lacks (one that has runs), in a transaction of its
-    own on `conn`; the tables created. A store with no tables at all is left to `create_schema`."""
+    """Create the tables a store of an earlier release lacks (campaigns, corrections; one that has runs), in a
+    transaction of its own on `conn`; the tables created. A store with no tables at all is left to `create_schema`."""
     with conn.begin():
         inspector = sa.inspect(conn)
         if not inspector.has_table(schema.run.name):
             return []
-        missing = [t for t in schema.CAMPAIGN_TABLES if not inspector.has_table(t.name)]
+        missing = [t for t in schema.LATER_TABLES if not inspector.has_table(t.name)]
         if missing:
             schema.metadata.create_all(conn, tables=missing)
     return [t.name for t in missing]

@@ -35,7 +35,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String(), "workload": pl.String(), "seq len": pl.Int64(), "accelerator": pl.String(),
     "devices": pl.Int64(), "status": pl.String(), "file": pl.String(), "result id": pl.Int64(),
 }
-# What a 1440px screen shows first: the benchmark and its score, who ran it on what, and the run it came from.
+# What a 1440px screen shows first: the benchmark and the time to train of this result file, who ran it on what, and the
+# run it came from.
 SHOWN_FIRST = ("benchmark", MINUTES, "submitter", "accelerator × count", "run", "system", "round", "division",
                "framework")
 
@@ -162,7 +163,7 @@ def every_result(engine: Engine) -> pl.DataFrame:
 
 
 def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
-    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then score."""
+    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then time to train."""
     frame = every_result(engine)
     for field, column in _FILTERS:
         chosen = getattr(state, field)
