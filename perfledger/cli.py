@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--cross-source", action="store_true",
                        help="also check a claim against other sources' figures of the same configuration")
 
-    copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB <-> PostgreSQL)")
+    copy = sub.add_parser("copy", help="copy a whole ledger between stores (DuckDB, PostgreSQL, DuckLake)")
     copy.add_argument("--from", dest="src", required=True, help="source store URL")
     copy.add_argument("--to", dest="dst", required=True, help="destination store URL (must be empty)")
     delete = with_db(sub.add_parser("delete", help="remove an ingested run or an imported source's claims"))
@@ -108,7 +108,7 @@ def _ingest_demo_runs(engine: Any, data_dir: Path) -> int:
     The URL travels in the environment, not on a command line other users can read."""
     root = str(Path(__file__).resolve().parents[1])  # where ingest/ sits beside perfledger/
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    env = os.environ | {"PERFLEDGER_DB_URL": engine.url.render_as_string(hide_password=False),
+    env = os.environ | {"PERFLEDGER_DB_URL": store.url_of(engine),
                         "PERFLEDGER_DATA_DIR": str(data_dir), "PYTHONPATH": path}
     done = subprocess.run([sys.executable, "-m", "ingest", "--demo"], env=env, check=False)
     return done.returncode

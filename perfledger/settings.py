@@ -34,7 +34,9 @@ class Setting(NamedTuple):
 
 
 SETTINGS = (
-    Setting("db_url", DEFAULT_DB_URL, "SQLAlchemy URL of the store (DuckDB file by default, or postgresql+psycopg://...)"),
+    Setting("db_url", DEFAULT_DB_URL, "URL of the store: a DuckDB file by default, postgresql+psycopg://..., or "
+            "ducklake+postgresql://USER@HOST:PORT/DB?data_path=FOLDER (the ledger in that PostgreSQL, the steps as "
+            "Parquet files under FOLDER in a DuckLake cataloged in the same database)"),
     Setting("read_only", False, "1 hides upload and delete and makes the store refuse writes (for a public link)"),
     Setting("upload_token", None, "when set, writing from the dashboard (upload, delete) requires this token; unset, "
             "only a dashboard listening on this machine alone (127.0.0.1, the default) writes, for pages opened as "

@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from ingest import campaign_job, upload, worker
+from perfledger import store
 from perfledger.errors import PerfledgerError
 from perfledger.views.registry import Page
 from perfledger.views.upload import refusals_summary
@@ -40,7 +41,7 @@ def campaign_upload_panel(page: Page[Any]) -> None:
 def imported(zipped: upload.Spooled, limit: int) -> campaign_job.CampaignDone:
     """The zipped folder unpacked and imported by a worker process (the upload's time and memory limits, a crash
     ending only the worker); a rerun that interrupts the wait stops the worker, and nothing is stored."""
-    db_url = _ui.engine().url.render_as_string(hide_password=False)
+    db_url = store.url_of(_ui.engine())
     job = campaign_job.start_campaign(zipped.path, zipped.file_name, db_url, limit, limits())
     try:
         with st.spinner("Importing the folder in a worker process..."):

@@ -55,7 +55,7 @@ def limits() -> worker.Limits:
 
 
 def _db_url(engine: store.Engine) -> str:
-    return engine.url.render_as_string(hide_password=False)
+    return store.url_of(engine)
 
 
 def prepared_upload(state: MutableMapping[Any, Any], spooled: upload.Spooled, engine: store.Engine, limit: int,

@@ -1,11 +1,14 @@
 """Shared fixtures: real DuckDB files in temporary folders and a real PostgreSQL, seeded from data/.
 
 `backend`-parametrized fixtures (`store_url`, `store_engine`, `seeded_store`, `new_store_url`) run a test body on
-both engines; the PostgreSQL case is marked `postgres` (deselect with -m "not postgres").
+each backend: a DuckDB file, PostgreSQL (marked `postgres`, deselect with -m "not postgres") and, in the modules
+of LAKE_MODULES with PERFLEDGER_TEST_DUCKLAKE=1, a PostgreSQL store whose steps live in a DuckLake under the test's
+folder (marked `postgres` and `ducklake`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -56,7 +59,24 @@ def empty_engine(tmp_path: Path) -> Engine:
 # ------------------------------------------------------------------ both engines: DuckDB file and PostgreSQL
 
 BACKENDS = ("duckdb", pytest.param("postgresql", marks=pytest.mark.postgres))
+LAKE = pytest.param("ducklake", marks=[pytest.mark.postgres, pytest.mark.ducklake])
+# The modules whose backend-parametrized tests also run on a DuckLake store when PERFLEDGER_TEST_DUCKLAKE=1: what a
+# store of steps does (write, read, delete, copy, count), not what one engine's SQL does (PostgreSQL's COPY reads,
+# upgrades of older files) nor what pages do with it. Off by default: the lake's own tests (test_lake*.py) run
+# always; this runs the store tests a third time.
+LAKE_MODULES = frozenset({
+    "tests/store/test_store.py", "tests/store/test_campaigns.py", "tests/store/test_reading.py",
+    "tests/store/test_stamp.py", "tests/store/test_run_list.py", "tests/team/test_copy.py",
+})
+LAKE_SWITCH = "PERFLEDGER_TEST_DUCKLAKE"
 _PG_SEED_TEMPLATE = "perfledger_seed_template"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        module = Path(str(metafunc.definition.fspath)).relative_to(ROOT).as_posix()
+        lake = module in LAKE_MODULES and os.environ.get(LAKE_SWITCH) == "1"
+        metafunc.parametrize("backend", [*BACKENDS, LAKE] if lake else BACKENDS, indirect=True)
 
 
 @pytest.fixture(scope="session")
@@ -84,9 +104,29 @@ def pg_seed_template(pg_server: PgServer) -> Iterator[str]:
     pg_server.drop_database(name)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="session")
+def lake_seed_template(pg_server: PgServer, pg_seed_template: str) -> Iterator[str]:
+    """A database holding data/ without a step table: what a DuckLake store's ledger holds before its lake exists
+    (the lake's catalog pins its data path, so each test's lake is made on its copy, under the test's folder)."""
+    name = f"{_PG_SEED_TEMPLATE}_lake_{uuid.uuid4().hex[:8]}"
+    pg_server.create_database(name, template=pg_seed_template)
+    engine = store.engine_from_url(pg_server.url(name))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE step")
+    engine.dispose()
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
+    """duckdb, postgresql or ducklake (see pytest_generate_tests)."""
     return str(request.param)
+
+
+def lake_url(pg_url: str, data_path: Path) -> str:
+    """The DuckLake store URL of a PostgreSQL database (its ledger and its lake's catalog) and a steps folder."""
+    return f"ducklake+postgresql://{pg_url.split('://', 1)[1]}?data_path={data_path}"
 
 
 @pytest.fixture
@@ -102,10 +142,16 @@ def new_store_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) 
             return f"duckdb:///{path}"
         server = request.getfixturevalue("pg_server")
         db = f"t_{uuid.uuid4().hex[:12]}_{name}"[:63]
-        template = request.getfixturevalue("pg_seed_template") if seeded else None
+        kind = "lake_seed_template" if backend == "ducklake" else "pg_seed_template"
+        template = request.getfixturevalue(kind) if seeded else None
         url = server.create_database(db, template=template)
         made.append(db)
-        return str(url)
+        if backend != "ducklake":
+            return str(url)
+        url = lake_url(url, tmp_path / f"{name}-steps")
+        if seeded:  # the lake's step table beside the copied ledger
+            store.create_schema(store.engine_from_url(url))
+        return url
 
     yield make
     if made:

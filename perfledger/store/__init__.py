@@ -2,7 +2,8 @@
 
 Split along its seams: `engine` (engines, connections, the file lock, driver errors), `write` (save_run,
 add_results, delete_run), `bulk` (big appends: DuckDB from Parquet, PostgreSQL by COPY), `read` (queries),
-`copy` (a whole ledger between stores), `init` (tables, data/) and `catalog_table` (the catalog as a `Catalog`,
+`copy` (a whole ledger between stores), `init` (tables, data/), `lake` and `lake_steps` (a DuckLake holding the
+steps of a PostgreSQL store) and `catalog_table` (the catalog as a `Catalog`,
 `catalog add` rows, linking printed names). Callers use the names re-exported here.
 """
 
@@ -29,7 +30,7 @@ from perfledger.store.catalog_table import (
     unlinked_names,
 )
 from perfledger.store.copy import copy_store
-from perfledger.store.engine import FAULT_TYPES, engine_from_url, is_duckdb, mask_url, reading, store_fault
+from perfledger.store.engine import FAULT_TYPES, engine_from_url, is_duckdb, mask_url, reading, store_fault, url_of
 from perfledger.store.init import create_schema, drop_schema, has_schema, init_store, rebuild_store
 from perfledger.store.read import (
     MEASURED_KIND,
@@ -114,5 +115,6 @@ __all__ = [
     "store_fault",
     "to_resolve",
     "unlinked_names",
+    "url_of",
     "write_stamp",
 ]

@@ -22,6 +22,8 @@ from perfledger import schema
 from perfledger.records import STEP_SCHEMA, StepFiles
 from perfledger.spools import spool_folder, spooling
 from perfledger.store.engine import sql_text
+from perfledger.store.lake import LakeSpec, lake_of
+from perfledger.store.lake_steps import staged
 
 # DuckDB's memory for one INSERT of spooled steps, on one thread (DuckDB 1.5.6). Each inserting thread fills row
 # groups of its own (122,880 rows, about 15 MB of step columns): one thread needs 13 MB at any size (10 M steps with
@@ -72,6 +74,10 @@ def insert_step_files(conn: Connection, runs: Sequence[tuple[int, StepFiles]]) -
     caller's transaction. A run's rows keep their files' order when that order can show (see insert_parquet)."""
     runs = [(run_id, steps) for run_id, steps in runs if steps.files]
     if not runs:
+        return
+    lake = lake_of(conn.engine)
+    if lake is not None:  # a DuckLake store's steps: written in the lake's transaction, committed with this one
+        staged(conn, lake).add_runs(runs)
         return
     columns = list(STEP_SCHEMA)
     if conn.dialect.name != "duckdb":
@@ -148,7 +154,7 @@ class FrameWriter:
     """Appends frames to one table inside the caller's transaction (copy_store's writer).
 
     DuckDB: frames are spooled to Parquet files and inserted once the last frame is in (see the module's note);
-    PostgreSQL: one COPY per frame.
+    PostgreSQL: one COPY per frame; a DuckLake store's steps: spooled, then inserted in the lake's transaction.
     """
 
     def __init__(self, conn: Connection, table: sa.Table) -> None:
@@ -157,9 +163,11 @@ class FrameWriter:
         self._spool: tempfile.TemporaryDirectory[str] | None = None
         self._files: list[Path] = []
         self._columns: list[str] = []
+        self._lake: LakeSpec | None = None
 
     def __enter__(self) -> Self:
-        if self.conn.dialect.name == "duckdb":
+        self._lake = lake_of(self.conn.engine) if self.table is schema.step else None
+        if self.conn.dialect.name == "duckdb" or self._lake is not None:
             self._spool = spool_folder("frames")
         return self
 
@@ -182,5 +190,9 @@ class FrameWriter:
         if self._spool is None:
             return
         with self._spool:
-            if exc_type is None:  # else the transaction is rolled back and its connection closed (NullPool)
+            if exc_type is not None:  # the transaction is rolled back and its connection closed (NullPool)
+                return
+            if self._lake is not None:
+                staged(self.conn, self._lake).add_files(self._files)
+            else:
                 insert_parquet(self.conn, self.table, self._files, self._columns, order_shows=True)

@@ -1,4 +1,5 @@
-"""copy_store: a whole ledger from one store into an empty one (DuckDB <-> PostgreSQL), ids kept, counts checked."""
+"""copy_store: a whole ledger from one store into an empty one (DuckDB, PostgreSQL, a PostgreSQL store whose steps
+live in a DuckLake; any direction), ids kept, counts checked."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.errors import StoreError
 from perfledger.spools import spool_folder
+from perfledger.store import lake_steps
 from perfledger.store.bulk import FrameWriter
 from perfledger.store.engine import connection as _connection
 from perfledger.store.engine import is_duckdb, mask_url, sql_text
 from perfledger.store.init import create_schema, has_schema
+from perfledger.store.lake import lake_of
 from perfledger.store.read import cast_to, counts, polars_type
 from perfledger.store.upgrade import run_date
 
@@ -34,7 +37,9 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
     The destination's tables are created when missing and must hold no row. All writes happen in one
     transaction on `dst`: the row counts are checked against the source's before it commits (a mismatch is
     a StoreError and nothing is kept), and the id sequences of `run` and `result` are moved past the copied
-    ids, so the next ingest on the destination does not collide with them.
+    ids, so the next ingest on the destination does not collide with them. A DuckLake store's steps are those
+    of the runs its ledger holds (not any left by a writer killed between its two commits, see lake_steps); into
+    one, they are written in the lake's transaction, which commits just before the ledger's.
     """
     if not has_schema(src):
         raise StoreError(mask_url(str(src.url)), "it holds no perfledger tables; nothing to copy")
@@ -44,21 +49,36 @@ def copy_store(src: Engine, dst: Engine) -> dict[str, int]:
         rows = ", ".join(f"{n} {t}" for t, n in held.items())
         raise StoreError(mask_url(str(dst.url)),
                          f"the destination already holds rows ({rows}); copy into an empty store")
+    src_lake, dst_lake = lake_of(src), lake_of(dst)
     with _connection(src, write=False) as read, _connection(dst, write=True) as write, _bounded_reads(read):
-        tables = [t for t in schema.TABLES if sa.inspect(read).has_table(t.name)]  # a store before campaigns
-        expected = {t.name: int(read.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
+        tables = [t for t in schema.TABLES if sa.inspect(read).has_table(t.name)  # a store before campaigns
+                  or (t is schema.step and src_lake is not None)]
+        run_ids = read.execute(sa.select(schema.run.c.id)).scalars().all() if src_lake is not None else []
+        expected = {t.name: lake_steps.count_steps(src_lake, run_ids) if t is schema.step and src_lake is not None
+                    else _count(read, t) for t in tables}
         for table in tables:
             with FrameWriter(write, table) as writer:
+                if table is schema.step and src_lake is not None:  # the steps of the runs the ledger holds
+                    frames = lake_steps.step_batches(src_lake, list(lake_steps.COLUMNS), run_ids=run_ids,
+                                                     batch_rows=COPY_BATCH_ROWS)
+                    for frame in frames:
+                        writer.add(cast_to(frame, {c.name: polars_type(c) for c in table.c}))
+                    continue
                 stmt = sa.select(*_columns(read, table)).order_by(*_copy_order(table, read))
                 for frame in _frames_in_batches(read, stmt):
                     writer.add(frame)
-        copied = {t.name: int(write.scalar(sa.select(sa.func.count()).select_from(t)) or 0) for t in tables}
+        copied = {t.name: lake_steps.staged(write, dst_lake).count() if t is schema.step and dst_lake is not None
+                  else _count(write, t) for t in tables}
         if copied != expected:
             diff = ", ".join(f"{t}: {n} read, {copied[t]} written" for t, n in expected.items() if n != copied[t])
             raise StoreError(mask_url(str(dst.url)), f"row counts differ after the copy ({diff}); nothing was kept")
         for table in (schema.run, schema.result, schema.campaign, schema.outcome):
             _advance_id_sequence(write, table)
     return copied
+
+
+def _count(conn: Connection, table: sa.Table) -> int:
+    return int(conn.scalar(sa.select(sa.func.count()).select_from(table)) or 0)
 
 
 def _columns(conn: Connection, table: sa.Table) -> list[sa.ColumnElement[Any]]:

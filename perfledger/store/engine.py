@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 import sqlalchemy as sa
@@ -28,6 +28,7 @@ from sqlalchemy.pool import NullPool
 
 from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, StoreNotInitialised, is_disk_full
 from perfledger.settings import load_settings
+from perfledger.store.lake import LakeSpec, is_lake_url, keep_steps_in, lake_of, refuse_plain_opening
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
 from perfledger.store.stamp import stamp_write
 from perfledger.store.upgrade import upgrade
@@ -35,8 +36,12 @@ from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
 
 def engine_from_url(url: str | None = None) -> Engine:
-    """An engine for the store at `url` (else PERFLEDGER_DB_URL, else the bundled DuckDB file)."""
+    """An engine for the store at `url` (else PERFLEDGER_DB_URL, else the bundled DuckDB file); for a DuckLake URL
+    (perfledger.store.lake), the engine of its ledger's PostgreSQL, marked as keeping its steps in the lake."""
     url = url or load_settings().db_url
+    if is_lake_url(url):
+        lake = LakeSpec.from_url(url)
+        return keep_steps_in(engine_from_url(lake.ledger_url), lake)
     sa_url = sa.make_url(url)
     if sa_url.get_backend_name() == "duckdb" and sa_url.database not in (None, "", ":memory:"):
         try:
@@ -50,6 +55,13 @@ def engine_from_url(url: str | None = None) -> Engine:
         return sa.create_engine(sa_url, poolclass=NullPool, connect_args={"read_only": True} if read_only else {})
     except Exception as exc:  # a bad URL or a missing driver: say which URL
         raise StoreError(mask_url(url), str(exc)) from exc
+
+
+def url_of(engine: Engine) -> str:
+    """The URL that opens `engine`'s store again, password included (for a worker process): a DuckLake store's
+    own URL, not its ledger's alone."""
+    lake = lake_of(engine)
+    return lake.url if lake is not None else engine.url.render_as_string(hide_password=False)
 
 
 def mask_url(url: str) -> str:
@@ -227,20 +239,63 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
         conn = _connect(engine, write=write)
         with translated(engine), conn:
             if write:
-                sweep = str(engine.url) not in _SWEPT
+                sweep = _store_key(engine) not in _SWEPT
                 if sweep:
                     upgrade(conn)  # a store of an earlier release: 64-bit steps, new columns, before any write
-                with conn.begin():
-                    if is_duckdb(engine):
-                        conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
-                    if sweep:
-                        _sweep(engine, conn)
-                    yield conn
-                    stamp_write(conn)
+                sides = conn.info[_SIDES] = []
+                try:
+                    with conn.begin():
+                        if is_duckdb(engine):
+                            conn.exec_driver_sql(COMMIT_BY_CHECKPOINT)
+                        if sweep:
+                            _sweep(engine, conn)
+                        yield conn
+                        stamp_write(conn)
+                        for side in sides:
+                            if not side.after:
+                                side.commit()
+                except BaseException:
+                    for side in reversed(sides):
+                        side.rollback()
+                    raise
+                for side in sides:
+                    if side.after:
+                        side.commit()
                 if sweep:
-                    _SWEPT.add(str(engine.url))
+                    _SWEPT.add(_store_key(engine))
             else:
                 yield conn
+
+
+class SideTransaction(Protocol):
+    """A transaction outside the store's database that one write spans (a DuckLake's steps, see lake_steps): it
+    commits just before the store's own transaction (`after` False) or just after it, and is rolled back when
+    the store's is (rollback() after a commit undoes what it can). A side that commits after the store's must not
+    raise: the write is done by then."""
+
+    after: bool
+
+    def commit(self) -> None: ...
+    def rollback(self) -> None: ...
+
+
+_SIDES = "perfledger_side_transactions"
+
+
+def join_write(conn: Connection, side: SideTransaction) -> None:
+    """Commit `side` with the write transaction open on `conn` (see SideTransaction)."""
+    conn.info[_SIDES].append(side)
+
+
+def sides_of(conn: Connection) -> list[SideTransaction]:
+    """The side transactions the write open on `conn` spans so far."""
+    return conn.info.get(_SIDES, [])  # type: ignore[no-any-return]
+
+
+def block_answers() -> dict[tuple[Any, ...], Any] | None:
+    """The current `reading()` block's remembered answers (emptied at any write of the block); None outside one."""
+    now = _READING.get()
+    return None if now is None else now.answers
 
 
 @contextmanager
@@ -326,11 +381,17 @@ def _read_only_when_asked(dialect: Any, record: Any, cargs: Any, cparams: dict[s
 _SWEPT: set[str] = set()  # the stores this process has written to once (the sweep committed)
 
 
+def _store_key(engine: Engine) -> str:  # a DuckLake store apart from its ledger opened plainly
+    return str(engine.url) if (lake := lake_of(engine)) is None else lake.shown
+
+
 def _sweep(engine: Engine, conn: Connection) -> None:
     """On this process's first write to a store: what killed processes left (see `leftovers`) is removed (the
     columns of an older release were widened just before, see `upgrade`)."""
     if is_duckdb(engine):
         remove_orphan_rows(conn)
+    elif lake_of(engine) is None:
+        refuse_plain_opening(conn, mask_url(str(engine.url)))
     remove_dead_spools()
 
 

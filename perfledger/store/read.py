@@ -17,9 +17,10 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.errors import StoreNotInitialised
 from perfledger.records import STEP_SCHEMA, RunRow
-from perfledger.store import pg_copy
-from perfledger.store.engine import answers_for
+from perfledger.store import lake_steps, pg_copy
+from perfledger.store.engine import answers_for, block_answers
 from perfledger.store.engine import connection as _connection
+from perfledger.store.lake import lake_of
 from perfledger.store.stamp import read_stamp
 from perfledger.store.upgrade import run_date
 
@@ -261,8 +262,12 @@ def counts(engine: Engine) -> dict[str, int]:
     """Row counts per table: what the ledger holds."""
     with _connection(engine, write=False) as conn:
         present = set(sa.inspect(conn).get_table_names())  # a store of an earlier release lacks the newer tables
-        return {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) if t.name in present else 0
+        held = {t.name: int(conn.scalar(sa.select(sa.func.count()).select_from(t)) or 0) if t.name in present else 0
                 for t in schema.TABLES}
+    lake = lake_of(engine)
+    if lake is not None:
+        held[schema.step.name] = lake_steps.count_steps(lake)
+    return held
 
 
 def find_run(engine: Engine, content_sha256: str) -> int | None:
@@ -305,7 +310,26 @@ def _run_row(data: dict[str, Any]) -> RunRow:
 def steps(engine: Engine, run_id: int) -> pl.DataFrame:
     s = schema.step
     stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
-    return query(engine, stmt)
+    return _steps_query(engine, stmt, run_id)
+
+
+def _steps_query(engine: Engine, stmt: sa.Select[Any], run_id: int) -> pl.DataFrame:
+    """A select of one run's steps: from the store, or through DuckDB from the lake that holds them (remembered for
+    the `reading()` block as the store's answers are)."""
+    lake = lake_of(engine)
+    if lake is None:
+        return query(engine, stmt)
+    target = {c.name: polars_type(c) for c in stmt.selected_columns}
+    answers = block_answers()
+    key = ("lake steps", lake.url, run_id, tuple(target))
+    if answers is not None and key in answers:
+        known: pl.DataFrame = answers[key]
+        return known
+    frame = lake_steps.read_steps(lake, run_id, list(target))
+    frame = pl.DataFrame(schema=target) if frame.height == 0 else cast_to(frame, target)
+    if answers is not None:
+        answers[key] = frame
+    return frame
 
 
 def write_step_files(engine: Engine, run_id: int, folder: Path, *, batch_rows: int = 200_000) -> list[Path]:
@@ -315,6 +339,12 @@ def write_step_files(engine: Engine, run_id: int, folder: Path, *, batch_rows: i
     stmt = sa.select(*[s.c[name] for name in STEP_COLUMNS]).where(s.c.run_id == run_id).order_by(s.c.step)
     target = {c.name: polars_type(c) for c in stmt.selected_columns}
     files: list[Path] = []
+    lake = lake_of(engine)
+    if lake is not None:  # DuckDB reads the lake's files in order, its sort spilling to the lake's spool
+        for frame in lake_steps.step_batches(lake, list(target), run_id=run_id, batch_rows=batch_rows):
+            files.append(folder / f"{len(files):08d}.parquet")
+            cast_to(frame, target).write_parquet(files[-1], compression="lz4", statistics=False)
+        return files
     with _connection(engine, write=False) as conn, _sorting_under_limit(conn):
         if conn.dialect.name == "duckdb":
             batches: Iterator[pl.DataFrame] = (cast_to(pl.from_arrow(b), target)  # type: ignore[arg-type]
@@ -350,7 +380,7 @@ def step_times(engine: Engine, run_id: int) -> pl.DataFrame:
     """Only the columns the steady-state rule needs, for big runs."""
     s = schema.step
     stmt = sa.select(s.c.step, s.c.step_time_s, s.c.tokens).where(s.c.run_id == run_id).order_by(s.c.step)
-    return query(engine, stmt)
+    return _steps_query(engine, stmt, run_id)
 
 
 def _utc(value: datetime) -> datetime:

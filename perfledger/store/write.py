@@ -24,6 +24,8 @@ from perfledger.store.bulk import insert_parquet, insert_step_files
 from perfledger.store.catalog_table import catalog_from
 from perfledger.store.claims import ClaimsWrite, plan_claims, upsert_claims
 from perfledger.store.engine import connection
+from perfledger.store.lake import lake_of
+from perfledger.store.lake_steps import delete_run_steps
 from perfledger.store.read import find_run
 from perfledger.vocabulary import LogFormat
 
@@ -102,8 +104,11 @@ def stored_run_ids(conn: Connection, shas: Sequence[str]) -> dict[str, int]:
 def _insert_run_and_steps(conn: Connection, prepared: PreparedRun, ingested_at: datetime) -> int:
     run_id = _insert_run(conn, prepared, ingested_at)
     steps = prepared.steps
-    insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, order_shows=not steps.increasing,
-                   constants={"run_id": run_id})
+    if lake_of(conn.engine) is not None:
+        insert_step_files(conn, [(run_id, steps)])
+    else:
+        insert_parquet(conn, schema.step, steps.files, STEP_COLUMNS, order_shows=not steps.increasing,
+                       constants={"run_id": run_id})
     return run_id
 
 
@@ -169,10 +174,15 @@ def add_results(engine: Engine, records: Sequence[ResultRecord], *, sources: Seq
 
 
 def delete_run(engine: Engine, run_id: int) -> bool:
-    """Remove a run, its steps and the results it produced, in one transaction."""
+    """Remove a run, its steps and the results it produced, in one transaction (a DuckLake store's steps: see
+    lake_steps, whose lake commits after the ledger)."""
+    lake = lake_of(engine)
     with connection(engine, write=True) as conn:
         conn.execute(sa.delete(schema.result).where(schema.result.c.run_id == run_id))
-        conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
+        if lake is not None:
+            delete_run_steps(conn, lake, run_id)
+        else:
+            conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
         conn.execute(sa.update(schema.outcome).where(schema.outcome.c.run_id == run_id).values(run_id=None))
         conn.execute(sa.delete(schema.correction).where(schema.correction.c.run_id == run_id))
         gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount

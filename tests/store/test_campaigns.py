@@ -60,7 +60,9 @@ def test_a_campaign_that_fails_halfway_leaves_nothing_stored(new_store_url: Call
 
 
 def test_a_store_made_before_campaigns_gets_their_tables_at_its_first_write_and_keeps_its_runs(
-        new_store_url: Callable[..., str], tmp_path: Path) -> None:
+        new_store_url: Callable[..., str], tmp_path: Path, backend: str) -> None:
+    if backend == "ducklake":
+        pytest.skip("a DuckLake store is newer than campaigns: there is no such store to bring up to date")
     url = new_store_url("old")
     raw = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with raw.begin() as conn:
