@@ -40,9 +40,8 @@ def test_a_bad_units_row_is_refused_with_its_line(tmp_path: Path) -> None:
         read_units(path)
 
 
-def test_an_unknown_unit_lists_the_known_spellings_and_how_to_add_one(tmp_path: Path) -> None:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
+def test_an_unknown_unit_lists_the_known_spellings_and_how_to_add_one(seeded: store.Engine) -> None:
+    engine = seeded
     text = ("source_id,metric,value,unit,model,accelerator\nmine,step_time_s,3,s,llama2-7b,h100-sxm\n"
             "mine,step_time_s,3,fortnights,llama2-7b,h100-sxm\n")
     outcome = ingest_bytes(engine, text.encode(), "c.csv")
