@@ -147,7 +147,7 @@ def test_the_run_page_of_a_long_run_renders_every_chart_within_the_row_bound(n: 
 
 @pytest.mark.long
 def test_two_long_runs_overlaid_draw_within_the_row_bound(run_ids: dict[int, int]) -> None:
-    at = _open("runs", f"run={run_ids[10_000]}&vs={run_ids[10_000_000]}")
+    at = _open("runs", f"run={run_ids[LENGTHS[0]]}&vs={run_ids[LENGTHS[1]]}")
     assert not at.exception, [e.value for e in at.exception]
     rows = _chart_rows(at)
     assert len(rows) >= 10, rows
