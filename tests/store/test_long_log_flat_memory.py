@@ -4,9 +4,9 @@ holding it copies to and from either backend, every step number (past 2**32) kep
 A 519 MB nanoGPT log of 10 M steps was refused by DuckDB ("failed to pin block") where 2 M stored, and a copy into
 DuckDB failed from 491,520 steps. The log here is 600,000 steps: past that copy's threshold, six times the spool's
 in-memory rows, twelve copy batches and a DuckDB insert larger than its 32 MB limit, so every bounded path runs in
-pieces (the insert's own limit is tested below it, in tests/store/test_store.py). Size is measured, not tested: `bench/run.py` times a 1 GB log's ingest and its peak memory against a tiny
-one's, and bench/README.md gives each process's peak at 10 M steps.
-Seconds on 2 cores: deselect with -m "not long".
+pieces (the insert's own limit is tested below it, in tests/store/test_store.py). Size is measured, not tested:
+`bench/run.py` times a 1 GB log's ingest and its peak memory against a tiny one's, and bench/README.md gives each
+process's peak at 10 M steps. A minute or two on 2 cores: deselect with -m "not long".
 """
 
 from __future__ import annotations
