@@ -49,6 +49,9 @@ def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
             partial = shared / f"{name}.partial"
+            if partial.is_dir():  # a build that failed before: started again from nothing
+                shutil.rmtree(partial)
+            partial.unlink(missing_ok=True)
             build(partial)
             partial.rename(path)
     return path
