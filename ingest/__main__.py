@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ingest.hints import Hints, hints
-from ingest.pipeline import IngestOutcome, Overrides, dry_run, ingest_stream
+from ingest.pipeline import TO_RESOLVE, IngestOutcome, Overrides, dry_run, ingest_stream
 from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.catalog import Catalog
@@ -103,13 +103,16 @@ def _print_text(o: IngestOutcome) -> None:
     if s["first_step"] is not None:
         print(f"  steady window: steps {s['first_step']}-{s['last_step']} ({s['rule_text']})")
     for r in o.summary.results:
-        if r.run_id is None and r.metric not in ("tokens_per_s_per_device", "model_tflops_per_device", "mfu",
-                                                 "step_time_s"):
+        if r.run_id is None and r.value is not None and r.metric not in (
+                "tokens_per_s_per_device", "model_tflops_per_device", "mfu", "step_time_s"):
             print(f"  {r.metric}: {r.value:,.6g} {r.unit} ({r.evidence})")
     for w in o.summary.warnings:
         print(f"  warning: {w}")
     if o.imported is not None:
         print(f"  claims: {o.imported}")
+    if o.unread:
+        kinds = ", ".join(f"{n:,} {why}" for why, n in sorted(o.unread.items(), key=lambda kv: (-kv[1], kv[0])))
+        print(f"  kept as printed, unread yet: {kinds}; answer them with {TO_RESOLVE}")
     for u in o.unlinked:
         print(f"  warning: {u.warning()}")
     if o.skipped_lines:

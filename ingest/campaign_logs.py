@@ -169,7 +169,7 @@ def _headline(prepared: PreparedRun) -> tuple[str | None, float | None, str | No
     """The run's headline figure: time to train for MLPerf, else throughput per device, else step time."""
     by_metric = {r.metric: r for r in prepared.results if r.run_id is None}
     for metric in HEADLINE_METRICS:
-        if (record := by_metric.get(metric)) is not None and math.isfinite(record.value):
+        if (record := by_metric.get(metric)) is not None and record.value is not None and math.isfinite(record.value):
             return metric, record.value, record.unit
     return None, None, None
 

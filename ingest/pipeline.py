@@ -32,6 +32,7 @@ from ingest.spool import StepSpool
 from ingest.streams import STEP_BATCH_ROWS, Limited, coalesced, open_content, read_ahead
 from ingest.summary import CatalogRows, RunSummary, parser_warnings, resolve_config, summarize
 from ingest.text import TextChunk, clean_text, iter_text_chunks
+from ingest.timeline import PrintedSpan
 from perfledger import store
 from perfledger.calc.steady import SteadyRule
 from perfledger.catalog.link import UnlinkedName
@@ -41,6 +42,7 @@ from perfledger.store.runs import catalog_is_empty, restate_run
 from perfledger.vocabulary import LogFormat
 
 Progress = Callable[[int], None]
+TO_RESOLVE = "python -m perfledger resolve list"  # where a claims file's unread cells and names are answered
 Overrides = RunConfig | Hints
 NO_OVERRIDES = RunConfig()  # the log's own configuration, nothing overridden
 
@@ -60,7 +62,8 @@ class IngestOutcome:
     problems_left_out: Mapping[str, int] = field(default_factory=dict)  # problems past the listed ones, by kind
     hints_changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # a stored run's update: (was, now)
     imported: str | None = None  # a claims file: "3 added, 2 updated, 0 unchanged"
-    refused: dict[str, int] | None = None  # a claims file: refused rows counted by reason (parse and store)
+    refused: dict[str, int] | None = None  # a claims file: rows refused by reason (a curated source, a broken line)
+    unread: dict[str, int] | None = None  # a claims file: cells kept as printed, unread yet, counted by reason
     unlinked: tuple[UnlinkedName, ...] = ()  # a claims file: each printed name its stored rows leave unlinked
     dry_run: bool = False  # nothing was stored: the outcome says what storing would do
     ran_at: datetime | None = None  # when the run ran, by the log's own clock; None: the log printed no date
@@ -80,7 +83,8 @@ class IngestOutcome:
                 "launches": self.summary.launches_json(), "reported": self.summary.reported,
                 "results": self.summary.results_json(), "dry_run": self.dry_run,
                 "ran_at": self.ran_at.isoformat() if self.ran_at else None} | (
-                    {"imported": self.imported, "refused": self.refused or {},
+                    {"imported": self.imported, "refused": self.refused or {}, "unread": self.unread or {},
+                     "to_resolve": TO_RESOLVE if self.unread or self.unlinked else None,
                      "unlinked": [u.as_json() for u in self.unlinked]} if self.imported is not None else {})
 
 
@@ -165,11 +169,13 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
 
 def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Callable[[], None]) -> ParseSummary:
     """One pass over the file: every step frame into the spool, in batches; what else the parser learnt."""
+    span: PrintedSpan | None = None
     try:
         if parser.reads_bytes:  # a binary format: the stream itself, read once in order
             frames = parser.feed_stream(stream)
         else:
-            frames = _chunk_frames(parser, iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes))
+            span = PrintedSpan(iter_text_chunks(stream, chunk_bytes=parser.chunk_bytes))
+            frames = _chunk_frames(parser, iter(span))
         backwards = 0
 
         def kept(frame: pl.DataFrame) -> pl.DataFrame:  # durations a clock that stepped back gave are no figures
@@ -192,6 +198,8 @@ def _parse(parser: LogParser, stream: BinaryIO, spool: StepSpool, progress: Call
             spool.add(kept(tail()))
         if backwards:
             parsed = replace(parsed, warnings=(*parsed.warnings, backwards_warning(backwards)))
+        if span is not None:  # the log's own clock, for goodput
+            parsed = replace(parsed, meta=parsed.meta | span.as_meta())
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(parser.file_name, None, f"could not be read to the end: {exc}") from None
     return parsed
@@ -350,11 +358,12 @@ def _outcome(prepared: PreparedRun, summary: RunSummary, file_name: str, run_id:
     refused = dict(meta.get("refused") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
     if refused is not None and saved is not None and saved.refused:
         refused["curated source"] = refused.get("curated source", 0) + len(saved.refused)
+    unread = dict(meta.get("unread") or {}) if prepared.format is LogFormat.CLAIMS_CSV else None
     return IngestOutcome(file_name=file_name, format=prepared.format, run_id=run_id, created=created,
                          steps=prepared.steps.rows, summary=summary, skipped_lines=prepared.skipped_lines,
                          problems=prepared.problems + (saved.refused if saved else ()),
                          problems_left_out=prepared.problems_left_out,
-                         imported=saved.imported if saved else None, refused=refused,
+                         imported=saved.imported if saved else None, refused=refused, unread=unread,
                          unlinked=saved.unlinked if saved else (), ran_at=prepared.ran_at)
 
 

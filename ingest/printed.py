@@ -42,7 +42,7 @@ def run_figures(log_format: LogFormat, results: Iterable[ResultRecord], config: 
     if log_format not in RUN_LOGS:
         return out
     for r in results:
-        if not (math.isfinite(r.value) and r.value > 0):
+        if r.value is None or not (math.isfinite(r.value) and r.value > 0):
             continue
         figure = _figure(r, config)
         if figure is not None:
@@ -52,6 +52,8 @@ def run_figures(log_format: LogFormat, results: Iterable[ResultRecord], config: 
 
 def _figure(r: ResultRecord, config: RunConfig) -> RunFigure | None:
     over = r.note or r.locator or "the run"
+    if r.value is None:  # a claims cell kept as printed: never a run's figure
+        return None
     if r.evidence == "reported" and r.metric in _COLUMNS:
         return RunFigure(_COLUMNS[r.metric], r.value, over)
     if r.metric == Metric.SAMPLES_PER_S.value and r.framework == "transformers" and config.seq_len \

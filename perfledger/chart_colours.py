@@ -1,5 +1,5 @@
-"""The charts' colours: every accelerator keeps one colour on every chart, and a series a shade of its
-accelerator's."""
+"""The charts' colours: every accelerator keeps one colour on every chart; runs and series, which are not
+accelerators, each take their own hue."""
 
 from __future__ import annotations
 
@@ -15,18 +15,17 @@ ACCELERATOR_COLOURS: dict[str, str] = {
 }
 FALLBACK_COLOUR = "#78909c"
 
+# Runs overlaid on one chart: distinct hues in this order, the main run first (Tableau 10, readable by most kinds of
+# colour vision); a run's colour says which run, not which accelerator.
+RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+               "#7f7f7f")
+
 
 def series_colours(data: pl.DataFrame) -> tuple[list[str], list[str]]:
-    """(series, colour) of each series in order: its accelerator's catalogue colour for that accelerator's first
-    series, then darker and lighter shades of it, so two series of one accelerator never share a colour."""
-    seen: dict[str, int] = {}
-    domain, colours = [], []
-    for series, accelerator in data.select("series", "accelerator").unique(maintain_order=True).iter_rows():
-        turn = seen.get(accelerator, 0)
-        seen[accelerator] = turn + 1
-        domain.append(series)
-        colours.append(shade(ACCELERATOR_COLOURS.get(accelerator, FALLBACK_COLOUR), turn))
-    return domain, colours
+    """(series, colour) of each series in order, each its own hue (RUN_COLOURS, then their shades): two series of
+    one accelerator drawn in two greens of the catalogue read as one; the legend names each series' accelerator."""
+    domain = data["series"].unique(maintain_order=True).to_list()
+    return domain, [shade(RUN_COLOURS[i % len(RUN_COLOURS)], i // len(RUN_COLOURS)) for i in range(len(domain))]
 
 
 def shade(colour: str, turn: int) -> str:
@@ -41,3 +40,4 @@ def shade(colour: str, turn: int) -> str:
     target = 0 if turn % 2 else 255
     rgb = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
     return "#" + "".join(f"{round(c + (target - c) * step):02x}" for c in rgb)
+

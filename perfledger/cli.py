@@ -1,5 +1,7 @@
 """python -m perfledger: init | rebuild | calc | export | audit | copy | backup | restore (perfledger/cli_backup.py) |
-catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py).
+catalog (perfledger/cli_catalog.py) | keys (perfledger/cli_keys.py) | check (perfledger/cli_check.py) |
+compare (perfledger/cli_compare.py) | runs set|corrections (perfledger/cli_runs.py) |
+resolve (perfledger/cli_resolve.py).
 
 The one place the CLI turns a PerfledgerError into `error: <sentence>` on stderr and an exit code:
 0 done, 1 the store or data refused, 2 a usage or input error.
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_backup, cli_catalog, cli_check, cli_keys, store
+from perfledger import cli_backup, cli_catalog, cli_check, cli_compare, cli_keys, cli_resolve, cli_runs, store
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
 from perfledger.settings import load_settings
 from perfledger.views import registry
@@ -67,8 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the upload token, when one is set (default: PERFLEDGER_TOKEN)")
     cli_backup.register(sub)
     cli_catalog.register(sub)
+    cli_resolve.register(sub)
     cli_keys.register(sub)
     cli_check.register(sub)
+    cli_compare.register(sub)
+    cli_runs.register(sub)
     return parser
 
 
@@ -217,8 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "restore": cli_backup.cmd_restore,
         "delete": cmd_delete,
         "catalog": cli_catalog.run,
+        "resolve": cli_resolve.run,
         "keys": cli_keys.run,
         "check": cli_check.run,
+        "compare": cli_compare.run,
+        "runs": cli_runs.run,
     }
     try:
         return commands[args.command](args)

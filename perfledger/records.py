@@ -134,7 +134,7 @@ class ResultRecord:
     """One reported or measured number, the row shape of the `result` table (ids resolved or None)."""
 
     metric: str
-    value: float
+    value: float | None  # None only for a claims cell kept as printed (metric "printed"): not a number
     unit: str
     source_id: str | None = None
     run_id: int | None = None
@@ -164,11 +164,13 @@ class ResultRecord:
     baseline: str | None = None  # for relative_throughput: what the ratio is against
     precision_as_printed: str | None = None  # a claims file's precision text, beside the canonical precision
     attributes: str | None = None  # JSON object (sorted keys): a claims file's further configuration columns
+    printed: str | None = None  # JSON object: a claims row's cells the vocabulary reads, as printed
+    unread: str | None = None  # JSON object: field -> the cell the vocabulary could not read yet
 
 
 # Fields added after stores were written: a record leaves them out of its row key while they are None, so a row
 # stored before them keeps its key (a re-import stays a no-op).
-LATE_RESULT_FIELDS = ("precision_as_printed", "attributes")
+LATE_RESULT_FIELDS = ("precision_as_printed", "attributes", "printed", "unread")
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,7 @@ model = Table(
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated, as on the accelerator table
     Column("head_dim", Integer),  # attention head width when heads x head_dim is not hidden (Qwen3, Gemma)
+    Column("shape_detail", Text),  # "key=value; ..." a FLOPs count needs beyond these columns (calc/shape_detail.py)
 )
 
 run = Table(
@@ -157,7 +158,7 @@ result = Table(
     Column("strategy", String),
     Column("sparsity", Float),
     Column("metric", String, nullable=False),
-    Column("value", Float, nullable=False),
+    Column("value", Float),  # null only under metric "printed": a claims cell that is not a number, kept as printed
     Column("unit", String, nullable=False),
     Column("evidence", String, nullable=False),
     Column("locator", Text),
@@ -165,6 +166,8 @@ result = Table(
     Column("baseline", Text),
     Column("precision_as_printed", Text),  # the precision text a claims file printed ("MXFP8", "Float8")
     Column("attributes", Text),  # JSON object: every further configuration column a claims file carried
+    Column("printed", Text),  # JSON object: a claims row's cells the vocabulary reads, as printed (claim_cells.Cells)
+    Column("unread", Text),  # JSON object: field -> cell the vocabulary could not read yet (the resolve queue)
     Index("ix_result_metric_model", "metric", "model_id"),
     Index("ix_result_run", "run_id"),
 )
@@ -205,7 +208,23 @@ outcome = Table(
 CAMPAIGN_TABLES = (campaign, outcome)
 # --- end of campaigns ------------------------------------------------------------------------------------------------
 
-TABLES = (source, accelerator, model, run, step, result, *CAMPAIGN_TABLES)
+# --- corrections: a run's identity corrected by hand, kept with its time and reason (perfledger.store.corrections) ---
+correction = Table(
+    "correction",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, nullable=False),
+    Column("field", String, nullable=False),  # a RunConfig field: model, accelerator, n_devices, precision, ...
+    Column("before", Text),  # JSON: the value before (null: not stated)
+    Column("after", Text),  # JSON: the value after
+    Column("reason", Text),
+    Column("corrected_at", DateTime(timezone=True), nullable=False),
+    Index("ix_correction_run", "run_id"),
+)
+LATER_TABLES = (*CAMPAIGN_TABLES, correction)  # tables a store of an earlier release gets at its first write
+# --- end of corrections ----------------------------------------------------------------------------------------------
+
+TABLES = (source, accelerator, model, run, step, result, *CAMPAIGN_TABLES, correction)
 
 # One row: a random stamp each write transaction sets anew (perfledger.store.stamp), so an answer computed from
 # the store can be remembered until any process writes to it.

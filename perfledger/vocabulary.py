@@ -183,28 +183,14 @@ def _without_asides(text: str) -> str:
     return "".join(out)
 
 
+# Whole-text spellings the precision grammar (perfledger.quantities) cannot read from parts: a word with no format
+# in it ("full", "amp", "16-mixed") or one that says none is stated. Everything else is read by the grammar.
 _PRECISION_WORDS: dict[Precision, tuple[str, ...]] = {
-    Precision.FP32: ("fp32", "float32", "ampfp32", "32true", "full"),
-    Precision.TF32: ("tf32", "tensorfloat32"),
-    Precision.FP16: ("fp16", "float16", "half", "halfprecision", "halfprecisionmixed", "amp", "ampfp16",
-                     "16mixed", "mixedfp16"),
-    Precision.BF16: ("bf16", "bfloat16", "nonebfloat16", "ampbf16", "bf16mixed", "bf16true", "mixedbf16",
-                     "bfloat16mixed"),
-    Precision.FP8: ("fp8", "fp8cs", "fp8mx", "mxfp8", "fp8ds", "fp8pertensorcurrentscaling", "float8",
-                    "float8tensorwise", "float8rowwise", "float8linearsfsdpfloat8allgatherbf16", "ampfp8",
-                    "fp8hybrid", "fp8e4m3", "te_fp8", "tefp8", "fp8delayedscaling", "bf16fp8", "bf16+fp8"),
-    Precision.FP4: ("nvfp4", "fp4", "mxfp4"),
+    Precision.FP32: ("full", "32true"),
+    Precision.FP16: ("amp", "16mixed"),
     Precision.UNSTATED: ("", "unstated", "notstated", "none", "unknown", "na", "n/a", "-"),
 }
 PRECISION_ALIASES: dict[str, Precision] = {_key(w): p for p, words in _PRECISION_WORDS.items() for w in words}
-
-# Mixed recipes keep their meaning: the precision of the matmuls (what MFU is against) and the sentence that says so.
-_MIXED: tuple[tuple[tuple[str, ...], Precision, str], ...] = (
-    (("bf16", "float8"), Precision.FP8, ("BF16 compute with Float8 linears: the matmuls run in FP8, so MFU is "
-                                        "against the FP8 dense peak (a BF16-peak MFU is a convention, not the figure)")),
-    (("bf16", "fp8"), Precision.FP8, "BF16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
-    (("fp16", "fp8"), Precision.FP8, "FP16 compute with FP8 matmuls: MFU is against the FP8 dense peak"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,23 +204,26 @@ class PrecisionReading:
 
 
 def read_precision(text: str | None) -> PrecisionReading | None:
-    """The reading of a printed precision, or None when it is not a precision this vocabulary knows.
+    """The reading of a printed precision, or None when it names no precision: whole-text spellings first, then
+    the grammar (the formats it names; of a mixed recipe the lowest, the one its matmuls run in; of clauses with
+    roles, the training one's).
 
     >>> read_precision("amp_bf16").precision, read_precision("BF16 + Float8 linears").mfu_peak
     (<Precision.BF16: 'bf16'>, <Precision.FP8: 'fp8'>)
+    >>> read_precision("Training BF16, Generation FP8").precision
+    <Precision.BF16: 'bf16'>
     """
+    from perfledger.quantities import precision_by_grammar
+
     raw = (text or "").strip()
     if _key(_without_asides(raw)).startswith("notstated"):
         return PrecisionReading(Precision.UNSTATED, Precision.UNSTATED)
-    for candidate in (_key(raw), _key(_without_asides(raw))):
-        if candidate in PRECISION_ALIASES:
-            found = PRECISION_ALIASES[candidate]
-            return PrecisionReading(found, found)
-    words = _key(raw.replace("+", " ").replace("/", " "))
-    for parts, precision, meaning in _MIXED:
-        if all(p in words for p in parts):
-            return PrecisionReading(precision, precision, meaning)
-    return None
+    if (whole := PRECISION_ALIASES.get(_key(raw))) is not None:
+        return PrecisionReading(whole, whole)
+    if (read := precision_by_grammar(raw)) is not None:
+        return read
+    aside = PRECISION_ALIASES.get(_key(_without_asides(raw)))  # "full (see note)"
+    return PrecisionReading(aside, aside) if aside is not None else None
 
 
 def normalize_precision(text: str | None) -> str:
@@ -299,18 +288,24 @@ def unit_table() -> dict[tuple[Metric, str], float]:
 
 def unit_factor(metric: Metric, unit: str) -> float | None:
     """What a value printed in `unit` is multiplied by to be in `metric.unit`, or None for a unit the metric
-    cannot be in. An aside in parentheses ("% (BF16 MFU)") does not change the factor.
+    cannot be in: the units file's spellings first (what the grammar cannot derive: "%", "WPS"), then the unit
+    grammar (perfledger.quantities: prefix x quantity / time / device noun). An aside in parentheses ("% (BF16
+    MFU)") does not change the factor.
 
-    >>> unit_factor(Metric.MFU, "% (BF16 MFU)"), unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/GPU")
+    >>> unit_factor(Metric.MFU, "% (BF16 MFU)"), unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/sec/chip")
     (0.01, 1.0)
     """
+    from perfledger.quantities import unit_factor_of
+
     table = unit_table()
     for candidate in (_key(unit), _key(_without_asides(unit))):
         if not candidate:
             return 1.0
         if (metric, candidate) in table:
             return table[(metric, candidate)]
-    return 1.0 if _key(unit) == _key(metric.unit) else None
+    if _key(unit) == _key(metric.unit):
+        return 1.0
+    return unit_factor_of(metric, unit)
 
 
 def unit_spellings(metric: Metric) -> list[str]:
@@ -319,9 +314,15 @@ def unit_spellings(metric: Metric) -> list[str]:
 
 
 def metric_of_unit(text: str) -> Metric | None:
-    """The one metric a printed unit spelling belongs to ("WPS", "TFLOP/sec/chip" as a column name), else None."""
+    """The one metric a printed unit belongs to ("WPS", "TFLOP/sec/chip", "Tokens / sec / GPU" as a column name):
+    a units-file spelling of one metric, else what the unit grammar reads; None when several could be meant."""
+    from perfledger.quantities import metric_of_unit_reading, parse_unit
+
     found = {m for m, spelling in unit_table() if spelling == _key(text)}
-    return found.pop() if len(found) == 1 else None
+    if len(found) == 1:
+        return found.pop()
+    reading = parse_unit(text)
+    return metric_of_unit_reading(reading) if reading is not None and not found else None
 
 
 def unit_peak(unit: str) -> Precision | None:
@@ -351,8 +352,21 @@ def metric_name_table() -> dict[str, Metric]:
 
 def read_metric(text: str) -> Metric | None:
     """The Metric a printed metric name means ("MFU", "tokens/s/GPU", "tokens_per_s_per_device"), or None; a
-    column named by its unit ("TFLOP/sec/chip", "WPS") means the one metric that unit belongs to."""
-    return metric_name_table().get(_key(text)) or metric_of_unit(text)
+    column named by its unit ("TFLOP/sec/chip", "WPS") means the one metric that unit belongs to, and a name with its
+    unit in parentheses ("Total Step time(s)", "Step time (seconds)") is read by its name.
+
+    >>> read_metric("Total Step time(s)"), read_metric("Tokens / sec / GPU")
+    (<Metric.STEP_TIME_S: 'step_time_s'>, <Metric.TOKENS_PER_S_PER_DEVICE: 'tokens_per_s_per_device'>)
+    """
+    from perfledger.quantities import plain_header, unit_in_name, unit_suffix
+
+    names = metric_name_table()
+    aside = unit_in_name(text) if "(" in text else None  # "Throughput (tok/s/GPU)": the unit says which throughput
+    found = (names.get(_key(text)) or metric_of_unit(text) or (metric_of_unit(aside) if aside else None)
+             or names.get(_key(_without_asides(text))))
+    if found is None and (plain := plain_header(text)) != text:
+        return read_metric(plain)
+    return found or (metric_of_unit(ending) if (ending := unit_suffix(text)) else None)
 
 
 _EVIDENCE_WORDS: dict[Evidence, tuple[str, ...]] = {

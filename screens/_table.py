@@ -9,22 +9,8 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from perfledger import views
+from perfledger import names, numbers, views
 from perfledger.views import links
-
-# Display names for stored column names (the CSV keeps the stored names; only the screen reads these).
-LABELS = {
-    "source_id": "source", "model_id": "model", "accelerator_id": "accelerator", "n_devices": "devices",
-    "seq_len": "seq len", "global_batch": "global batch", "framework_version": "framework version",
-    "file_name": "file", "ingested_at": "ingested (UTC)", "n_steps": "steps", "skipped_lines": "skipped lines",
-    "claim_id": "claim", "rel_diff": "relative diff", "n_results": "result rows", "mfu": "MFU",
-    "tokens_per_s_per_device": "tokens/s/device", "model_tflops_per_device": "model TFLOP/s/device",
-    "step_time_s_median": "median step time (s)", "jitter_cv": "jitter (CV)", "mfu_at_stated_precision": "MFU at stated precision",
-    "relative_difference": "relative difference", "printed_over": "printed over", "input_source": "inputs' rows",
-    "run_id": "run", "imported_at": "imported (UTC)", "score_unit": "score unit", "score_rule": "score rule",
-    "score_note": "score note",
-}
-
 
 _SOURCE_TEXT = r"/sources\?src=(.*)"  # the id back from links.source(id).href (Streamlit decodes the %-escapes)
 _RESULT_TEXT = r"/sources\?result=(\d+)"  # the id back from links.result(id).href
@@ -42,14 +28,15 @@ def _is_link(column: Mapping[str, Any] | None) -> bool:
 
 def _linked(frame: pl.DataFrame, results: Sequence[str]) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Whole-number result-id and run columns as links to the result's permalink and the run's page."""
-    config: dict[str, Any] = {name: st.column_config.Column(LABELS[name]) for name in frame.columns if name in LABELS}
+    config: dict[str, Any] = {name: st.column_config.Column(names.column_label(name)) for name in frame.columns
+                              if names.column_label(name) != name}
     for name, dtype in frame.schema.items():
         if not dtype.is_integer() or not (_is_result_column(name, results) or name in _RUN_COLUMNS):
             continue
         build, pattern = (links.run, _RUN_TEXT) if name in _RUN_COLUMNS else (links.result, _RESULT_TEXT)
         hrefs = {int(i): build(int(i)).href for i in frame[name].drop_nulls().unique().to_list()}
         frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
-        config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=pattern)
+        config[name] = st.column_config.LinkColumn(names.column_label(name), display_text=pattern)
     return frame, config
 
 
@@ -60,9 +47,7 @@ TEXT_WIDTHS = {"caveats": 220, "warning": 220, "explanation": 220, "note": 240, 
                "locator": 160, "source": 150, "source_id": 150, "input_source": 150}
 MAX_SHOWN_ROWS = 2_000  # rows a page's table sends to the browser; the CSV keeps them all
 MISSING = "—"  # what an empty cell reads on screen, text or number (the CSV keeps it empty)
-# A stored, quoted figure as stored: every significant digit, thousands grouped (Streamlit's sprintf prints %g
-# without a precision as the number's shortest text). "%,.4g" showed NVIDIA's 10,752 GPUs as 10,750.
-AS_STORED = "%,g"
+_ID_COLUMNS = ("id", "line", "launch", "run", "claim")  # whole numbers that name something: not grouped
 
 
 def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.DataFrame:
@@ -73,27 +58,30 @@ def as_sent(frame: pl.DataFrame, config: Mapping[str, Mapping[str, Any]]) -> pl.
                               if dtype == pl.String and name not in links_)
 
 
-def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, key: str | None = None,
+def show_table(frame: pl.DataFrame, stored: Sequence[str] = (), *, key: str | None = None,
                first: Sequence[str] = (), widths: Mapping[str, str | int] | None = None,
                results: Sequence[str] = (), height: str | int = "auto") -> None:
-    """The page's table: numbers formatted per column (printf style), sources linked to the Sources page, result
-    ids (every '... result id' column, `claim_id` and the `results` columns) to their permalink and runs to their
-    page, stored column names shown under readable labels, empty cells as MISSING, columns empty in every row left
-    out, the `first` columns leftmost and the `widths` (px, or "small", "medium", "large") fixed, so what matters
-    fits the screen (the CSV keeps every column, in the view's order); `height` "content" shows every row at once."""
+    """The page's table as a reader reads it (perfledger.numbers): shares in %, every derived figure at the rule's
+    precision and the `stored` columns exactly as stored, each number column saying which on hover; sources linked
+    to the Sources page, result ids (every '... result id' column, `claim_id` and the `results` columns) to their
+    permalink and runs to their page; every column under its display name (perfledger.names); empty cells as
+    MISSING, columns empty in every row left out, the `first` columns leftmost and the `widths` (px, or "small",
+    "medium", "large") fixed, never narrower than the column's name, so what matters fits the screen (the CSV keeps
+    every column, in the view's order); `height` "content" shows every row at once."""
     if frame.height > MAX_SHOWN_ROWS:  # 50,000 audited claims took seconds to send and draw, and no one reads them
         st.caption(f"The first {MAX_SHOWN_ROWS:,} of {frame.height:,} rows, in the table's order: narrow the filters "
                    "above to see others; Download CSV holds every row.")
         frame = frame.head(MAX_SHOWN_ROWS)
     frame = frame.drop(views.columns.empty_columns(frame))  # every cell empty: nothing to read (the CSV keeps it)
+    frame = numbers.rounded(numbers.for_reading(frame), stored)
     frame, config = _linked(frame, results)
-    config |= {name: st.column_config.NumberColumn(LABELS.get(name, name), format=fmt)  # a relabelled column too
-               for name, fmt in (formats or {}).items() if name in frame.columns and not _is_link(config.get(name))}
+    config |= {name: _number_column(name, dtype, name in stored) for name, dtype in frame.schema.items()
+               if dtype.is_numeric() and not _is_link(config.get(name))}
     for name in ("source", "source_id", "input_source"):
         if name in frame.columns:
             hrefs = {s: links.source(s).href for s in frame[name].drop_nulls().unique().to_list()}
             frame = frame.with_columns(pl.col(name).replace_strict(hrefs, default=None, return_dtype=pl.String))
-            config[name] = st.column_config.LinkColumn(LABELS.get(name, name), display_text=_SOURCE_TEXT)
+            config[name] = st.column_config.LinkColumn(names.column_label(name), display_text=_SOURCE_TEXT)
     if "url" in frame.columns:  # a link only for http(s); any other scheme (javascript:, data:) stays text
         from screens._ui import web_url  # _ui re-exports this module's names
 
@@ -104,8 +92,26 @@ def show_table(frame: pl.DataFrame, formats: dict[str, str] | None = None, *, ke
         config["url"] = st.column_config.LinkColumn("url")
     for name, width in (TEXT_WIDTHS | dict(widths or {})).items():
         if name in frame.columns:
-            config.setdefault(name, st.column_config.Column(LABELS.get(name, name)))["width"] = width
+            column = config.setdefault(name, st.column_config.Column(names.column_label(name)))
+            column["width"] = _at_least_its_name(width, names.column_label(name))
     order = [c for c in first if c in frame.columns] if first else []
     order += [c for c in frame.columns if c not in order] if order else []
     st.dataframe(as_sent(frame, config), hide_index=True, width="stretch", column_config=config, key=key, column_order=order or None,
                  placeholder=MISSING, height=height)
+
+
+def _number_column(name: str, dtype: pl.DataType, stored: bool) -> Any:
+    """A number column: a float at the rule's precision (or as stored), saying which on hover; a count grouped."""
+    label = names.column_label(name)
+    if dtype.is_float():
+        return st.column_config.NumberColumn(label, format=numbers.GRID_FORMAT,
+                                             help=numbers.STORED_HELP if stored else numbers.DERIVED_HELP)
+    return st.column_config.NumberColumn(label, format="%d" if name in _ID_COLUMNS or name.endswith("id") else "%,d")
+
+
+_CHAR_PX, _HEADER_PADDING_PX = 7.2, 26  # the grid's header font, and its cell padding and sort arrow
+
+
+def _at_least_its_name(width: str | int, label: str) -> str | int:
+    """A column width in px never narrower than its name ("baseline TFLO" read as a cut-off word)."""
+    return max(width, round(len(label) * _CHAR_PX + _HEADER_PADDING_PX)) if isinstance(width, int) else width

@@ -17,15 +17,13 @@ import polars as pl
 import streamlit as st
 from sqlalchemy import Engine
 
-from perfledger import store, urlstate, views
+from perfledger import names, store, urlstate, views
 from perfledger.errors import PerfledgerError
 from perfledger.settings import Settings, load_settings
 from perfledger.views import links
 from perfledger.views.output import ImageFormat
 from perfledger.views.registry import Page
 from screens._table import (  # noqa: F401  (the pages read them as _ui.NAME)
-    AS_STORED,
-    LABELS,
     MAX_SHOWN_ROWS,
     MISSING,
     as_sent,
@@ -187,26 +185,33 @@ def stop_if_empty(db: Engine) -> None:
         st.stop()
 
 
-def compute(page: Page[Any], state: Any, db: Engine, *, sortable: bool = True) -> pl.DataFrame:
-    """The page's table for `state`: the one query of this render (the download reuses it). A `sortable` table gets
-    a "Sort rows by" control whose choice goes to the URL (sort=, desc=), as `perfledger export` sorts it."""
+def compute(page: Page[Any], state: Any, db: Engine) -> pl.DataFrame:
+    """The page's table for `state` (sorted as its URL says): the one query of this render (the download reuses
+    it)."""
     try:
         table = page.table(state, db)
     except PerfledgerError as exc:
         render_error(exc)
-    if not sortable or not hasattr(state, "sort") or table.height < 2:
-        return table
-    if problem := views.columns.sort_problem(table, state.sort):
+    if hasattr(state, "sort") and (problem := views.columns.sort_problem(table, state.sort)):
         st.info(plain(problem), icon=":material/link_off:")
-    left, right, _ = st.columns([3, 2, 5], vertical_alignment="bottom")
+    return table
+
+
+def sort_control(state: Any, table: pl.DataFrame, where: Any = st) -> None:
+    """"Sort rows by" under a page's table: the choice goes to the URL (sort=, desc=), as `perfledger export` sorts
+    it, and the page runs again with its table sorted. Under the table, so the first screen holds the answer."""
+    if not hasattr(state, "sort") or table.height < 2:
+        return
+    page = views.page_of(state)
+    left, right = where.columns([3, 2], vertical_alignment="bottom")
     options = ["", *table.columns]
     column = str(left.selectbox("Sort rows by", options, index=options.index(state.sort) if state.sort in options else 0,
-                                key=key(page, "sort"), format_func=lambda c: LABELS.get(c, c) if c else "the table's order"))
+                                key=key(page, "sort"),
+                                format_func=lambda c: names.column_label(c) if c else "the table's order"))
     descending = bool(right.toggle("Largest first", state.desc, key=key(page, "desc")))
     if (column, descending) != (state.sort, state.desc):
         keep_in_url(replace(state, sort=column, desc=descending))
-        table = views.columns.sorted_rows(page.table(replace(state, sort="", desc=False), db), column, descending)
-    return table
+        st.rerun()
 
 
 def show_formula(page: Page[Any], inputs: Callable[[], pl.DataFrame | None] | None = None, note: str = "") -> None:
@@ -229,17 +234,21 @@ def show_formula(page: Page[Any], inputs: Callable[[], pl.DataFrame | None] | No
             st.dataframe(rows, hide_index=True, width="stretch", placeholder=MISSING)
 
 
-def download(state: Any, table: pl.DataFrame) -> None:
-    """Download CSV: the table on screen, rendered as `python -m perfledger export SLUG "QUERY"` renders it, when
-    the button is pressed (the Audit's 52,329 claims took 0.3 s to render on every visit); the file is named after
-    the page and the view, so two views never download under one name."""
+def download(state: Any, table: pl.DataFrame, *, sortable: bool = True) -> None:
+    """Download CSV under the page's table: the table as `python -m perfledger export SLUG "QUERY"` renders it
+    (display names, shares in %, every digit), made when the button is pressed (the Audit's 52,329 claims took 0.3 s
+    to render on every visit); the file is named after the page and the view, so two views never download under
+    one name. Beside it, a `sortable` table's "Sort rows by" (sort_control)."""
     state = shown_state(state)
     slug, query = views.page_of(state).slug, urlstate.query_string(state)
-    st.download_button(
+    button, sorting = st.columns([1, 4], vertical_alignment="bottom")
+    button.download_button(
         "Download CSV", functools.partial(views.render, table, "csv"), file_name=views.table_file_name(slug, query),
         mime="text/csv", icon=":material/download:", on_click="ignore",
         help=f'Same bytes as: python -m perfledger export {slug} "{query}"',
     )
+    if sortable:
+        sort_control(state, table, sorting)
 
 
 def shown_state(state: Any) -> Any:
@@ -329,11 +338,20 @@ def count_input(label: str, current: float, *, key: str, where: Any = st) -> flo
 
 
 def implausible(table: pl.DataFrame, db: Engine) -> None:
-    """The audit's warning on a page showing figures it calls implausible (perfledger.views.output.implausible_in)."""
+    """The audit's warnings on a page showing figures it calls implausible (perfledger.views.output.implausible_in),
+    folded under one line that counts them: below the answer, not in place of it."""
     lines = views.implausible_in(table, db)
     if lines:
-        st.warning("The audit's warnings on these figures (see the Audit page, and the sources' notes below):\n"
-                   + "\n".join(f"- {plain(line)}" for line in lines), icon=":material/warning:")
+        with st.expander(f"The audit calls {len(lines)} configuration{'s' if len(lines) > 1 else ''} among these "
+                         "figures implausible", icon=":material/warning:"):
+            st.markdown("\n".join(f"- {plain(line)}" for line in lines) + "\n\nSee the Audit page, and the sources' "
+                        "notes below.")
+
+
+def answer() -> Any:
+    """The container of a page's answer (its chart, table or headline figures): a page draws it within the first
+    screen of a 1440 x 1000 window, its controls above in one row and the rest folded or below."""
+    return st.container(key="answer")
 
 
 def notes(table: pl.DataFrame, db: Engine) -> None:
@@ -343,4 +361,4 @@ def notes(table: pl.DataFrame, db: Engine) -> None:
         return
     with st.expander(f"The sources' notes on these rows ({len(carried)})", icon=":material/sticky_note_2:"):
         for ids, note in carried:
-            st.markdown(f"**result {plain(', '.join(map(str, ids)))}**: {plain(note)}")
+            st.markdown(f"**result {plain(', '.join(map(str, ids)))}**: {plain(names.in_words(note))}")

@@ -11,13 +11,10 @@ from perfledger.calc.flops import FORMULA_TITLES
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"value": _ui.AS_STORED, "peak TFLOPS used": "%.1f", "ratio (second / first)": "%.2fx", "ratio per peak": "%.2fx",
-           "ratio per watt": "%.2fx", "first value": _ui.AS_STORED, "second value": _ui.AS_STORED, "memory (GB)": "%,.0f",
-           "TDP (W)": "%,.0f", "bandwidth (TB/s)": "%.2f"}
-HEAD_WIDTHS = {"pair": 170, "model": 90, "metric": 150, "ratio (second / first)": 80, "first value": 90,
-               "second value": 90, "caveats": 150}  # px: both values, the caveats and the source at 1440 px
-NORM_FORMATS = {"device": "%,.1f", "mfu": "percent", "watt": "%,.3f", "dollar": "%,.1f"}
-BAR_LABELS = {"device": ",.1~f", "mfu": ".1%", "watt": ",.3~f", "dollar": ",.1~f"}  # the same precisions, in d3's words
+STORED = ("value", "first value", "second value", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "tf32 TFLOPS",
+          "fp32 TFLOPS", "memory (GB)", "bandwidth (TB/s)", "TDP (W)")  # catalog and results as stored
+HEAD_WIDTHS = {"pair": 140, "model": 90, "metric": 120, "first value": 90, "second value": 90,
+               "caveats": 110}  # px: the pair's ratio, both values, the caveats and the source at 1440 px
 METRICS = (views.TOKEN_METRIC, views.TFLOPS_METRIC)
 db = _ui.engine()
 state = _ui.page_state(PAGE)
@@ -31,7 +28,7 @@ state = replace(state, section=section or state.section)
 if state.section != "catalog":
     state = replace(state, workload=_ui.choose_workload(state.workload, key=_ui.key(PAGE, "w"), where=s2))
 if state.section == "head":
-    h1, h2 = st.columns([4, 2])
+    h1, h2 = st.columns([4, 2], vertical_alignment="bottom")
     with h1:
         state = replace(state, accelerators=_ui.choose_many("Accelerators (two or more)", accs, state.accelerators,
                                                             key=_ui.key(PAGE, "acc")))
@@ -44,14 +41,15 @@ if state.section != "compare":
     if state.section == "head" and table.height == 0:
         st.info("No pair of stored results of these accelerators on the same model and metric: add one, pair "
                 "across sources, or choose another workload.")
-    for line in views.hardware.summaries(table) if state.section == "head" else []:
-        st.markdown(f"- {_ui.plain(line)}")
-    _ui.implausible(table, db)
-    if state.section == "head" and table.height:
-        _ui.chart(charts.spec(charts.head_to_head_bars, table), state, "pairs")
-    _ui.show_table(table, FORMATS, key=f"accelerators_{state.section}",
-                   widths=HEAD_WIDTHS if state.section == "head" else None)
+    with _ui.answer():
+        for line in views.hardware.summaries(table) if state.section == "head" else []:
+            st.markdown(f"- {_ui.plain(line)}")
+        if state.section == "head" and table.height:
+            _ui.chart(charts.spec(charts.head_to_head_bars, table), state, "pairs")
+        _ui.show_table(table, STORED, key=f"accelerators_{state.section}",
+                       widths=HEAD_WIDTHS if state.section == "head" else None)
     _ui.download(state, table)
+    _ui.implausible(table, db)
     if state.section == "head":
         _ui.notes(table, db)
         _ui.show_formula(PAGE, lambda: views.input_rows(table, db),
@@ -71,16 +69,16 @@ state = replace(
     norm=c3.selectbox("Normalize", views.NORMALIZATIONS, index=views.NORMALIZATIONS.index(state.norm),
                       key=_ui.key(PAGE, "n"), format_func=views.NORM_LABELS.__getitem__),
 )
-c4, c5, c6 = st.columns([2, 2, 3])
-toggle_at = c5 if state.norm == "dollar" else c4
-if state.norm == "dollar":  # the only view a price enters; a disabled input on the others was clutter
-    state = replace(state, usd_per_hour=float(c4.number_input("$ per device-hour", 0.01, 1000.0, state.usd_per_hour,
-                                                              step=0.25, key=_ui.key(PAGE, "usd"))))
-state = replace(state,
-                per_package=toggle_at.toggle("Per package (MI250: 2 dies)", state.per_package, key=_ui.key(PAGE, "pkg")),
-                formula=c6.selectbox("FLOPs formula (MFU from tokens/s)", views.FORMULA_NAMES,
-                                     index=views.FORMULA_NAMES.index(state.formula), key=_ui.key(PAGE, "f"),
-                                     format_func=lambda f: FORMULA_TITLES.get(f, f)))
+with st.expander("Price, package and FLOPs formula", icon=":material/tune:"):
+    c4, c5, c6 = st.columns([2, 2, 3], vertical_alignment="bottom")
+    if state.norm == "dollar":  # the only view a price enters; a disabled input on the others was clutter
+        state = replace(state, usd_per_hour=float(c4.number_input("$ per device-hour", 0.01, 1000.0, state.usd_per_hour,
+                                                                  step=0.25, key=_ui.key(PAGE, "usd"))))
+    state = replace(state,
+                    per_package=c5.toggle("Per package (MI250: 2 dies)", state.per_package, key=_ui.key(PAGE, "pkg")),
+                    formula=c6.selectbox("FLOPs formula (MFU from tokens/s)", views.FORMULA_NAMES,
+                                         index=views.FORMULA_NAMES.index(state.formula), key=_ui.key(PAGE, "f"),
+                                         format_func=lambda f: FORMULA_TITLES.get(f, f)))
 _ui.keep_in_url(state)
 _ui.describe(state)
 _ui.mixed_caveat(state)
@@ -93,11 +91,11 @@ table = _ui.compute(PAGE, state, db)
 if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
-_ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0], fmt=BAR_LABELS[state.norm]), state,
-          "bars")
-_ui.implausible(table, db)
-_ui.show_table(table, FORMATS | {"normalized": NORM_FORMATS[state.norm]}, key="accelerators_table")
+with _ui.answer():
+    _ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0]), state, "bars")
+    _ui.show_table(table, STORED, key="accelerators_table")
 _ui.download(state, table)
+_ui.implausible(table, db)
 _ui.notes(table, db)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db),
                  note="MFU divides model TFLOPS by the dense peak of the row's precision "

@@ -6,13 +6,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import views
+from perfledger import charts, views
 from perfledger.views import mlperf
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {mlperf.MINUTES: "%,.2f", mlperf.DERIVED_TFLOPS: "%,.1f", mlperf.DERIVED_TOKENS: "%,.1f",
-           "time to train (s)": _ui.AS_STORED, "devices": "%,d", "seq len": "%,d"}
+STORED = ("time to train (s)",)  # run_stop - run_start as the file gives it
 WIDTHS = {"benchmark": 130, mlperf.MINUTES: 120, "submitter": 130, "accelerator × count": 170, "run": 70}
 FILTERS = (("rounds", "Round"), ("divisions", "Division"), ("submitters", "Submitter"), ("benchmarks", "Benchmark"),
            ("accelerators", "Accelerator"))
@@ -32,7 +31,9 @@ for name, label in FILTERS:
     if unknown := [v for v in getattr(state, name) if v not in options[name]]:
         st.info(_ui.plain(f"No stored MLPerf result has {label.lower()} {', '.join(map(repr, unknown))}."),
                 icon=":material/link_off:")
-st.caption("Time to train is MLPerf's score: run_stop - run_start of the result file, in minutes. The round is the "
+st.caption("Time to train is each result file's: run_stop - run_start, in minutes. One file is one run, not MLPerf's "
+           "score: that is the olympic mean of a set of runs of one submitter's system (the Campaigns page scores "
+           "a set under its benchmark's rule and says how many runs it still needs). The round is the "
            "one the file's name states (a result file does not print it). Columns marked *derived* are not MLPerf "
            "metrics: tokens/s from the trained tokens over the time to train, model TFLOP/s from those tokens/s "
            "times the model's FLOPs per token at the stated sequence length.")
@@ -42,6 +43,8 @@ if table.height == 0:
             "or run `python -m ingest result_0.txt`." if any(options.values()) else "No MLPerf result stored yet: upload "
             "a result_N.txt on the Runs page, or run `python -m ingest result_0.txt`.")
     st.stop()
-_ui.show_table(table, FORMATS, key="mlperf_table", widths=WIDTHS)
+with _ui.answer():
+    _ui.chart(charts.spec(charts.mlperf_bars, table), state, "time-to-train")
+    _ui.show_table(table, STORED, key="mlperf_table", widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db))

@@ -34,7 +34,7 @@ by = _ui.choose("Group by", views.overview.GROUPINGS, state.by, key=_ui.key(PAGE
 state = replace(state, by=by)
 _ui.keep_in_url(state)
 table = _ui.compute(PAGE, state, db)
-chart_col, table_col = st.columns(2)  # the table whole: its name and three counts need ~430 px
+chart_col, table_col = _ui.answer().columns(2)  # the table whole: its name and three counts need ~430 px
 _ui.chart(charts.spec(charts.count_bars, table, state.by), state, "counts", where=chart_col)
 with table_col:
     # the group's name whole ("measured from 19 ingested runs" was cut), the counts narrow beside it

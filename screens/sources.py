@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import urlstate, views
+from perfledger import names, numbers, urlstate, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
@@ -18,20 +18,24 @@ _ui.stop_if_empty(db)
 if state.result:  # a result's permalink: every field, its source, the audit's verdict, the views showing it
     _ui.keep_in_url(state)
     _ui.describe(state)
-    detail = _ui.compute(PAGE, state, db, sortable=False)
+    detail = _ui.compute(PAGE, state, db)
     said = dict(zip(detail["field"].to_list(), detail["value"].to_list(), strict=True))  # the last of a repeated field
-    st.markdown(_ui.plain(f"{said['metric']} = {said['value']} {said['unit'] or ''} · {said['evidence'] or ''} · "
+    value = float(said["value"].replace(",", "")) if said.get("value") else None
+    shown = (numbers.figure_text(said["metric"], value, said["unit"]) if value is not None
+             else f"{names.metric_name(said['metric'])} = not a number (kept as printed)")
+    st.markdown(_ui.plain(f"{shown} · {said['evidence'] or ''} · "
                           f"{said['locator'] or 'no locator'}"))
     if said.get("source_id"):
         _ui.page_link(st, f"Source: {said['source_id']}", views.links.source(said["source_id"]), ":material/menu_book:")
     _ui.web_link(st, said.get("source_url"))
     for field in ("note", "audit explanation"):  # in full: the table's one line cut them at the screen's edge
         for text in detail.filter(detail["field"] == field)["value"].drop_nulls().to_list():
-            st.caption(_ui.plain(f"{field.capitalize()}: {text}"))
-    _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
+            st.caption(_ui.plain(f"{field.capitalize()}: {names.in_words(text)}"))
+    with _ui.answer():
+        _ui.show_table(detail, key="sources_result", widths={"field": 180, "value": 760}, height="content")
     shown_in = detail.filter(detail["field"] == "shown in")["value"].to_list()
     st.markdown("**Shown in:** " + (" · ".join(f"[{_ui.plain(h)}]({h})" for h in shown_in) or "no page's table"))
-    _ui.download(state, detail)
+    _ui.download(state, detail, sortable=False)
     st.stop()
 all_sources = views.sources.sources(db)
 ids = all_sources["id"].to_list()
@@ -54,7 +58,8 @@ if state.source:
     _ui.web_link(st, src["url"])
     st.caption(_ui.plain(f"Kind: {src['kind']} · Evidence: {src['evidence'] or 'not stated'} · {src['n_results']} result rows"))
 table = _ui.compute(PAGE, state, db)
-_ui.show_table(table, {"value": _ui.AS_STORED}, key="sources_table", results=("id",) if state.source else ())
+with _ui.answer():
+    _ui.show_table(table, ("value",), key="sources_table", results=("id",) if state.source else ())
 _ui.download(state, table)
 
 if not state.source:
@@ -63,7 +68,7 @@ if not state.source:
     if imported.height:
         st.caption("Claims files stored with `python -m ingest FILE.csv` or the Runs page's upload: "
                    "one row per file and source, with the rows it stored.")
-        _ui.show_table(imported, {"rows": "%,d", "run": "%d"}, key="sources_imports")
+        _ui.show_table(imported, key="sources_imports")
     else:
         st.caption("No claims file imported yet.")
     unlinked = views.sources.unlinked(db)
@@ -71,6 +76,6 @@ if not state.source:
     if unlinked.height:
         st.caption("Printed model and accelerator names no catalog row claims: their rows are stored but no figure "
                    "can be recomputed. Link one with the command shown (check the id), or add an alias row.")
-        _ui.show_table(unlinked, {"rows": "%,d"}, key="sources_unlinked")
+        _ui.show_table(unlinked, key="sources_unlinked")
     else:
         st.caption("Every stored model and accelerator name links to the catalog.")

@@ -6,14 +6,11 @@ from dataclasses import replace
 
 import streamlit as st
 
-from perfledger import charts, store, views
+from perfledger import charts, numbers, store, views
 from screens import _ui
 
 PAGE = _ui.this_page(__file__)
-FORMATS = {"time (s)": "%,.0f", "time (h)": "%,.1f", "time (days)": "%,.2f", "cost (USD)": "$%,.0f",
-           "tokens/s/device": "%,.1f", "devices": "%,d"}  # 1,024 devices, as the axis reads
-MODE_LABELS = {"peak": "efficiency × peak", "measured": "a measured row"}
-MODES, PRECISIONS = views.time_to_train.MODES, views.time_to_train.PRECISIONS
+MODE_LABELS, MODES, PRECISIONS = views.time_to_train.MODE_LABELS, views.time_to_train.MODES, views.time_to_train.PRECISIONS
 db = _ui.engine()
 state = _ui.page_state(PAGE)
 st.title("Time and cost to train")
@@ -32,7 +29,7 @@ state = replace(
     devices=int(c4.number_input("Devices", 1, 1_000_000, state.devices, key=_ui.key(PAGE, "n"))),
 )
 c5, c6, c7, c8 = st.columns(4)
-mode = c5.radio("Throughput from", MODES, index=MODES.index(state.mode), key=_ui.key(PAGE, "mode"), horizontal=True,
+mode = c5.radio(views.time_to_train.MODE_CHOICE, MODES, index=MODES.index(state.mode), key=_ui.key(PAGE, "mode"), horizontal=True,
                 format_func=MODE_LABELS.__getitem__)
 state = replace(state, mode=mode,
                 efficiency=float(c6.number_input("Efficiency (fraction of dense peak)", 0.001, 1.0, state.efficiency,
@@ -60,16 +57,17 @@ _ui.describe(state)
 
 table = _ui.compute(PAGE, state, db)
 chosen = views.chosen_row(table)
-m1, m2, m3 = st.columns(3)
-m1.metric("Time to train", f"{chosen['time (days)']:,.1f} days", f"{chosen['time (h)']:,.1f} h", delta_color="off",
-          delta_arrow="off")
-m2.metric("Throughput used (tokens/s/device)", f"{chosen['tokens/s/device']:,.0f}")
-m3.metric("Cost", f"${chosen['cost (USD)']:,.0f}" if chosen["cost (USD)"] is not None else "—")
-st.caption(_ui.plain(chosen["basis"]))
-_ui.implausible(table, db)  # the measured row's audit warning goes with every estimate made from it
-_ui.chart(charts.spec(charts.time_vs_devices, table), state, "devices")
-_ui.show_table(table, FORMATS, key="ttt_table")
+with _ui.answer():
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Time to train", numbers.text(chosen["time (days)"], "days"), numbers.text(chosen["time (h)"], "h"),
+              delta_color="off", delta_arrow="off")
+    m2.metric("Throughput used (tokens/s/device)", numbers.text(chosen["tokens/s/device"], stored=state.mode == "measured"))
+    m3.metric("Cost (USD)", numbers.text(chosen["cost (USD)"]))
+    st.caption(_ui.plain(f"{chosen['basis']}. {views.time_to_train.scaling_sentence(table)}"))
+    _ui.chart(charts.spec(charts.time_vs_devices, table), state, "devices")
+    _ui.show_table(table, ("tokens/s/device",) if state.mode == "measured" else (), key="ttt_table")
 _ui.download(state, table)
+_ui.implausible(table, db)  # the measured row's audit warning goes with every estimate made from it
 _ui.notes(table, db)
 row = views.measured_row(state, db) if state.mode == "measured" else None
 _ui.show_formula(PAGE, lambda: views.rows_as_inputs([row]) if row else None)

@@ -1,22 +1,18 @@
-"""A user's published figures as CSV, one claim per row.
+"""A user's published figures as CSV, one printed figure per row: every row stored as printed.
 
-Header (names are case-insensitive; order free; `#` lines are comments):
+Header (order free; `#` lines are comments): `metric`, `value` and a source (`source_id` or `source_title`) make
+the file a claims table; every other column is optional. A printed header is read through data/column_names.csv
+(perfledger.headers): "#-GPUs" and "Number of chips" are n_devices, "GBS" global_batch, "System" the accelerator;
+a header that means an audit quantity ("G-GBS", "G-Average Seq len") and any header nobody named stay under
+their printed name as a configuration attribute of the row (JSON in `attributes`, part of its claim key). A column
+that says something about one figure rather than the printed row (its values follow the metric within a printed
+row, or data/column_names.csv calls it `figure`) goes to the row's note: it is never configuration.
 
-    required   metric, value, unit, source_title or source_id, model, accelerator
-    optional   n_devices, framework, framework_version, precision, seq_len, global_batch, micro_batch,
-               strategy, workload, source_url, source_date, source_kind, evidence, locator, note, baseline,
-               grad_accum, tp, pp, dp, ep, cp, sparsity
-    any other  kept under its printed name as a configuration attribute of the row (activation checkpointing,
-               slice layout, dispatcher ...): stored as a JSON object in `attributes`, part of the row's
-               configuration when the audit pairs figures, and of its claim key
-
-Names are read with perfledger.vocabulary, as `calc` and the log parsers read them: a metric as printed ("MFU",
-"tokens/s/GPU"), a unit as printed ("TFLOP/s per GPU", "% (BF16 MFU)": converted to the metric's unit), a
-precision as printed ("amp_bf16", "BF16 + Float8 linears": a mixed recipe keeps its meaning in the note), an
-evidence word ("published" -> reported). Every row the vocabulary cannot read is refused on its own, as
-`FILE:LINE: reason`; all refusals are kept (a claims file is small) and counted by reason in
-ParseSummary.meta["refused"]; the other rows are kept. The source columns go to meta["sources"]
-(id -> title, url, date, kind) for the store; the id is source_id, else a slug of the title.
+Cells are read by perfledger.claim_cells (the vocabulary and the unit and precision grammar, after the user's
+answers in data/resolutions.csv). A cell it cannot read yet is kept as printed (result.printed), marked
+(result.unread) and counted by reason in ParseSummary.meta["unread"]; the row is stored all the same, under the
+metric "printed" when its figure itself cannot be read. No row is refused for a label; only a file that is not a
+table is (ParseError, one sentence). The source columns go to meta["sources"] (id -> title, url, date, kind).
 """
 
 from __future__ import annotations
@@ -24,54 +20,31 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import polars as pl
 
-from ingest.parsers._common import to_float, to_int
 from ingest.parsers.base import LogParser
+from perfledger.claim_cells import UNREAD_REASONS, Cells, Reading, read_cells
 from perfledger.errors import ParseError
+from perfledger.headers import CLAIM_COLUMNS, FIGURE, QUANTITIES, meaning
 from perfledger.records import ParseSummary, ResultRecord, RunConfig, empty_steps
-from perfledger.vocabulary import (
-    LogFormat,
-    Metric,
-    SourceKind,
-    Workload,
-    read_evidence,
-    read_metric,
-    read_precision,
-    unit_factor,
-    unit_peak,
-    unit_spellings,
-)
+from perfledger.resolutions import Answers, answers
+from perfledger.vocabulary import LogFormat
 
-REQUIRED = ("metric", "value", "unit", "model", "accelerator")
-OPTIONAL = (
-    "source_title", "source_id", "n_devices", "framework", "framework_version", "precision", "seq_len",
-    "global_batch", "micro_batch", "strategy", "workload", "source_url", "source_date", "source_kind", "evidence",
-    "locator", "note", "baseline",
-)
-INT_CONFIG = ("grad_accum", "tp", "pp", "dp", "ep", "cp")  # configuration columns of the result table, read as such
-FLOAT_CONFIG = ("sparsity",)
-KNOWN = frozenset((*REQUIRED, *OPTIONAL, *INT_CONFIG, *FLOAT_CONFIG))
+INT_CONFIG = ("n_devices", "seq_len", "global_batch", "micro_batch", "grad_accum", "tp", "pp", "dp", "ep", "cp")
+KNOWN = frozenset(CLAIM_COLUMNS)
+READ_CELLS = ("metric", "value", "unit", "precision", "workload", "source_kind", "evidence")
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:80]
 
 
-class RowError(ValueError):
-    """A row refused; `reason` is the short kind counted in the summary, str() the full sentence."""
-
-    def __init__(self, reason: str, sentence: str) -> None:
-        super().__init__(sentence)
-        self.reason = reason
-
-
 class ClaimsCsvParser(LogParser):
     format = LogFormat.CLAIMS_CSV
-    max_problems_kept = None  # every refusal listed: a claims file is small, and a refusal nobody sees is a silent drop
+    max_problems_kept = None  # every problem listed: a claims file is small
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:
@@ -84,14 +57,8 @@ class ClaimsCsvParser(LogParser):
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
         self.header: list[str] | None = None
-        self.results: list[ResultRecord] = []
-        self.lines: list[int] = []
-        self.sources: dict[str, dict[str, str]] = {}
-        self.refused: Counter[str] = Counter()
-
-    def refuse(self, line: int, reason: str, sentence: str) -> None:
-        self.refused[reason] += 1
-        self.problem(line, sentence)
+        self.rows: list[tuple[int, dict[str, str]]] = []
+        self.malformed: Counter[str] = Counter()
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         lines = self.without_long_lines(lines, first_lineno)
@@ -102,193 +69,167 @@ class ClaimsCsvParser(LogParser):
             try:
                 cells = next(csv.reader([line.replace("\r", " ")]), [])
             except csv.Error as exc:
-                self.refuse(lineno, "malformed CSV line", f"not a CSV row ({exc})")
+                self.malformed["not a CSV row"] += 1
+                self.problem(lineno, f"not a CSV row ({exc}); the line was skipped")
                 continue
             if self.header is None:
-                self._set_header(cells, lineno)
+                self.header = header_names(cells)
+                if not {"metric", "value"} <= set(self.header):
+                    raise ParseError(self.file_name, lineno, "not a claims table: its header names no metric and "
+                                                             "value columns")
                 continue
-            if len(cells) > len(self.header):
-                self.refuse(lineno, "malformed CSV line",
-                            f"{len(cells)} cells for a header of {len(self.header)} columns")
-                continue
-            try:
-                record = self._record(dict(zip(self.header, (c.strip() for c in cells), strict=False)))
-            except RowError as exc:
-                self.refuse(lineno, exc.reason, str(exc))
-                continue
-            self.results.append(record)
-            self.lines.append(lineno)
+            self.rows.append((lineno, self._row(cells)))
         return empty_steps()
 
-    def _set_header(self, cells: list[str], lineno: int) -> None:
-        names = [c.strip().lower() if c.strip().lower() in KNOWN else c.strip() for c in cells]
-        missing = [n for n in REQUIRED if n not in names]
-        if not {"source_title", "source_id"} & set(names):
-            missing.append("source_title or source_id")
-        if missing:
-            raise ParseError(self.file_name, lineno, f"claims CSV header lacks {', '.join(missing)}")
-        repeated = sorted({n for n in names if names.count(n) > 1 and n})
-        if repeated:
-            raise ParseError(self.file_name, lineno, f"claims CSV header names {', '.join(repeated)} twice")
-        self.header = names
-
-    def _record(self, row: dict[str, str]) -> ResultRecord:
-        metric = self._metric(row.get("metric", ""))
-        unit = row.get("unit", "")
-        value = self._value(metric, row.get("value", ""), unit)
-        source_id = self._source(row)
-        notes = [row.get("note", ""), printed_metric(row.get("metric", ""), metric)]
-        precision = self._precision(row.get("precision", ""), notes)
-        if metric in (Metric.MFU, Metric.HFU) and (peak := unit_peak(unit)) is not None:
-            notes.append(f"{metric.value} against the {peak.value} peak (unit as printed: {unit})")
-        return ResultRecord(
-            metric=metric.value,
-            value=value,
-            unit=metric.unit,
-            source_id=source_id,
-            accelerator_as_printed=row.get("accelerator") or None,
-            model_as_printed=row.get("model") or None,
-            framework=row.get("framework") or None,
-            framework_version=row.get("framework_version") or None,
-            precision=precision,
-            workload=self._workload(row.get("workload", "")),
-            evidence=self._evidence(row.get("evidence", "")),
-            strategy=row.get("strategy") or None,
-            locator=row.get("locator") or None,
-            note="; ".join(n for n in notes if n) or None,
-            baseline=row.get("baseline") or None,
-            n_devices=self._int(row, "n_devices"),
-            seq_len=self._int(row, "seq_len"),
-            global_batch=self._int(row, "global_batch"),
-            micro_batch=self._int(row, "micro_batch"),
-            grad_accum=self._int(row, "grad_accum"), tp=self._int(row, "tp"), pp=self._int(row, "pp"),
-            dp=self._int(row, "dp"), ep=self._int(row, "ep"), cp=self._int(row, "cp"),
-            sparsity=self._float(row, "sparsity"),
-            precision_as_printed=row.get("precision") or None,
-            attributes=attributes_json(row),
-        )
-
-    @staticmethod
-    def _metric(text: str) -> Metric:
-        found = read_metric(text)
-        if found is None:
-            raise RowError("unknown metric", f"unknown metric {text!r} (known: {', '.join(m.value for m in Metric)}); "
-                                             f"to add a spelling, append 'METRIC,{text}' to data/metric_names.csv")
-        return found
-
-    @staticmethod
-    def _value(metric: Metric, text: str, unit: str) -> float:
-        value = to_float(text, thousands=True)
-        if value is None:
-            raise RowError("not a number", f"value {text!r} is not a finite number")
-        factor = unit_factor(metric, unit)
-        if factor is None:
-            known = unit_spellings(metric)
-            shown = ", ".join(known[:12]) + (f" and {len(known) - 12} more" if len(known) > 12 else "")
-            raise RowError("unknown unit", f"unit {unit!r} is not {metric.unit!r} (the unit of {metric.value}) "
-                                           f"nor a known spelling of it (known: {shown}); to add one, append "
-                                           f"'{metric.value},{unit},FACTOR' to data/units.csv")
-        return value * factor
-
-    @staticmethod
-    def _precision(text: str, notes: list[str]) -> str | None:
-        if not text.strip():
-            return None
-        reading = read_precision(text)
-        if reading is None:
-            raise RowError("unknown precision", f"precision {text!r} is not a precision perfledger knows")
-        if reading.meaning:
-            notes.append(f"precision as printed: {text} ({reading.meaning})")
-        return reading.precision.value
-
-    @staticmethod
-    def _evidence(text: str) -> str:
-        if not text.strip():
-            return "reported"
-        found = read_evidence(text)
-        if found is None:
-            raise RowError("unknown evidence", f"evidence {text!r} is not reported, derived, measured or "
-                                               "extrapolated (nor a word for one)")
-        return found.value
-
-    @staticmethod
-    def _workload(text: str) -> str | None:
-        key = text.strip().lower()
-        if not key:
-            return None
-        try:
-            return Workload(key).value
-        except ValueError:
-            raise RowError("unknown workload", f"workload {text!r} is not one of "
-                                               f"{', '.join(w.value for w in Workload)}") from None
-
-    def _source(self, row: dict[str, str]) -> str:
-        title, given = row.get("source_title", ""), row.get("source_id", "")
-        source_id = given or _slug(title)
-        if not source_id:
-            raise RowError("no source", "no source_title or source_id")
-        kind_text = row.get("source_kind", "").strip().lower()
-        if kind_text and kind_text not in {k.value for k in SourceKind}:
-            raise RowError("unknown source kind", f"source_kind {kind_text!r} is not one of "
-                                                  f"{', '.join(k.value for k in SourceKind)}")
-        if source_id not in self.sources:
-            self.sources[source_id] = {"title": title or source_id, "url": row.get("source_url", ""),
-                                       "date": row.get("source_date", ""), "kind": kind_text}
-        return source_id
-
-    @staticmethod
-    def _int(row: dict[str, str], name: str) -> int | None:
-        text = row.get(name, "").replace(",", "").strip()
-        if not text:
-            return None
-        if (value := to_int(text)) is None:
-            raise RowError("not a number", f"{name} {text!r} is not a whole number within 64 bits")
-        return value
-
-    @staticmethod
-    def _float(row: dict[str, str], name: str) -> float | None:
-        text = row.get(name, "").strip()
-        if not text:
-            return None
-        if (value := to_float(text, thousands=True)) is None:
-            raise RowError("not a number", f"{name} {text!r} is not a finite number")
-        return value
+    def _row(self, cells: list[str]) -> dict[str, str]:
+        """The row by column name; cells past the header kept under "(column N)"."""
+        assert self.header is not None
+        names = self.header + [f"(column {i + 1})" for i in range(len(self.header), len(cells))]
+        return {name: cell.strip() for name, cell in zip(names, cells, strict=False)}
 
     def finish(self) -> ParseSummary:
         if self.header is None:
-            raise ParseError(self.file_name, None, "empty claims CSV (no header)")
-        if not self.results:
-            raise ParseError(self.file_name, None, "no valid claim rows" + (f" ({self.problems[0]})" if self.problems else ""))
+            raise ParseError(self.file_name, None, "not a claims table: the file has no header row")
+        given = answers()
+        per_figure = figure_columns(self.header, [row for _, row in self.rows])
+        sources: dict[str, dict[str, str]] = {}
+        results, unread = [], Counter[str]()
+        for lineno, row in self.rows:
+            record, reading = claim_record(row, per_figure, given, self.file_name)
+            results.append(record)
+            unread.update(UNREAD_REASONS[f] for f in reading.unread)
+            unread.update(f"{name} not a whole number" for name in INT_CONFIG if _not_whole(row.get(name, "")))
+            assert record.source_id is not None
+            sources.setdefault(record.source_id, _source_info(row, record.source_id, reading))
+        if not results:
+            raise ParseError(self.file_name, None, "not a claims table: no row under its header")
         return ParseSummary(
             format=self.format,
             config=RunConfig(),
             problems=tuple(self.problems),
-            results=tuple(self.results),
+            results=tuple(results),
             skipped_lines=self.skipped_lines,
-            meta={"sources": self.sources, "refused": dict(self.refused), "lines": self.lines},
+            meta={"sources": sources, "refused": dict(self.malformed), "unread": dict(unread),
+                  "lines": [lineno for lineno, _ in self.rows]},
         )
 
 
-def attributes_json(row: dict[str, str]) -> str | None:
-    """The row's further columns (those not in KNOWN) that hold a value, as a JSON object with sorted keys under
-    their printed names; None when there are none.
+def header_names(cells: list[str]) -> list[str]:
+    """Each printed header as the column it means (data/column_names.csv), else as printed; a later header of a
+    column already named keeps its printed name, a repeated printed name gets " (2)"."""
+    names: list[str] = []
+    for cell in (c.strip() for c in cells):
+        means = cell.lower() if cell.lower() in KNOWN else meaning(cell)
+        name = means if means is not None and means in KNOWN else cell
+        if name in names:
+            name = cell if cell not in names else f"{cell} ({names.count(cell) + 1})"
+        names.append(name)
+    return names
 
-    >>> attributes_json({"metric": "MFU", "Activation checkpointing": "selective op", "Hardware": ""})
-    '{"Activation checkpointing": "selective op"}'
-    """
-    extra = {k: v for k, v in row.items() if k not in KNOWN and k and v}
-    return json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
+
+def figure_columns(header: list[str], rows: list[dict[str, str]]) -> frozenset[str]:
+    """The further columns that describe one printed figure, not its printed row: named `figure` in
+    data/column_names.csv, or whose value, within the figures of one printed row (source, locator), changes with
+    the metric and only with it (a "printed header" column: "TFLOPs/sec/chip" beside "Tokens/sec/chip")."""
+    extras = [h for h in header if h not in KNOWN]
+    groups: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        key = (row.get("source_id") or row.get("source_title", ""), row.get("locator") or f"row {i}")
+        groups[key].append(row)
+    found = {h for h in extras if meaning(h) == FIGURE}
+    for name in extras:
+        varies = any(len({r.get(name, "") for r in g}) > 1 for g in groups.values())
+        by_metric = all(len({r.get(name, "") for r in g if r.get("metric") == m}) == 1
+                        for g in groups.values() for m in {r.get("metric") for r in g})
+        if varies and by_metric:
+            found.add(name)
+    return frozenset(found)
+
+
+def claim_record(row: dict[str, str], per_figure: frozenset[str], given: Answers,
+                 file_name: str) -> tuple[ResultRecord, Reading]:
+    """One row as a result record, every cell kept: what the vocabulary reads in its columns, the rest as printed."""
+    extras = {k: v for k, v in row.items() if k not in KNOWN and k and v}
+    signs = tuple((q, h, v) for h, v in extras.items() if (q := meaning(h)) in QUANTITIES)
+    cells = Cells(**{name: row.get(name, "") for name in READ_CELLS}, signs=signs)
+    reading = read_cells(cells, given)
+    config = {k: v for k, v in extras.items() if k not in per_figure}
+    config |= {f"{name} (as printed)": row[name] for name in INT_CONFIG if _not_whole(row.get(name, ""))}
+    notes = [row.get("note", ""), printed_metric(row.get("metric", ""), reading.metric),
+             *reading.notes, *(f"{k}: {v}" for k, v in extras.items() if k in per_figure)]
+    source_id = row.get("source_id") or _slug(row.get("source_title", "")) or _slug(file_name)
+    ints = {name: _int(row.get(name, "")) for name in INT_CONFIG}
+    for header, cell in config.items():  # "Parallelism: TP=32 DP=32 PP=1": each part its column, where it has none
+        filled = {name: number for name, number in compound_cell(cell).items() if ints[name] is None}
+        if filled:
+            ints |= filled
+            notes.append(", ".join(f"{n} {v}" for n, v in filled.items()) + f" read from {header}: {cell}")
+    record = ResultRecord(
+        metric=reading.metric, value=reading.value, unit=reading.unit, source_id=source_id,
+        accelerator_as_printed=row.get("accelerator") or None, model_as_printed=row.get("model") or None,
+        framework=row.get("framework") or None, framework_version=row.get("framework_version") or None,
+        precision=reading.precision, workload=reading.workload, evidence=reading.evidence,
+        strategy=row.get("strategy") or None, locator=row.get("locator") or None,
+        note="; ".join(n for n in notes if n) or None, baseline=row.get("baseline") or None,
+        sparsity=_float(row.get("sparsity", "")), precision_as_printed=row.get("precision") or None,
+        attributes=json.dumps(config, sort_keys=True, ensure_ascii=False) if config else None,
+        printed=cells.as_json(), unread=reading.unread_json(),
+        n_devices=ints["n_devices"], seq_len=ints["seq_len"], global_batch=ints["global_batch"],
+        micro_batch=ints["micro_batch"], grad_accum=ints["grad_accum"], tp=ints["tp"], pp=ints["pp"], dp=ints["dp"],
+        ep=ints["ep"], cp=ints["cp"])
+    return record, reading
+
+
+_PART = re.compile(r"\s*([A-Za-z#][A-Za-z#_ -]*?)\s*[=:]\s*(\d[\d,]*)\s*[,;/]?")
+
+
+def compound_cell(cell: str) -> dict[str, int]:
+    """The whole-number columns one cell prints as NAME=N parts ("TP=32 DP=32 PP=1" -> tp, dp, pp), each name read
+    through data/column_names.csv ("VP=5" names none: left in the cell as printed); {} unless the whole cell is
+    such parts."""
+    parts = list(_PART.finditer(cell))
+    if not parts or "".join(p.group(0) for p in parts).strip() != cell.strip():
+        return {}
+    found = [(meaning(p.group(1)) or "", _int(p.group(2))) for p in parts]
+    return {name: number for name, number in found if name in INT_CONFIG and number is not None}
+
+
+def _source_info(row: dict[str, str], source_id: str, reading: Reading) -> dict[str, str]:
+    return {"title": row.get("source_title") or source_id, "url": row.get("source_url", ""),
+            "date": row.get("source_date", ""), "kind": reading.source_kind or ""}
+
+
+def _int(text: str) -> int | None:
+    """A whole number as printed ("1,536"); None for an empty cell or one that is not a whole number."""
+    try:
+        value = float(text.replace(",", "").strip())
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and abs(value) < 2**63 else None
+
+
+def _not_whole(text: str) -> bool:
+    """A printed cell of a whole-number column that is not one ("256 (32 nodes)"): kept as printed, counted."""
+    return bool(text.strip()) and _int(text) is None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.replace(",", "")) if text.strip() else None
+    except ValueError:
+        return None
 
 
 PARSER = ClaimsCsvParser
 
 
-def printed_metric(text: str, metric: Metric) -> str:
+def printed_metric(text: str, metric: str) -> str:
     """The metric name as printed, kept in the note when it says more than the metric's own name ("Time to train 1T
     tokens in days": the audit reads its token count there); "" when it is the metric's own name.
 
-    >>> printed_metric("Time to train 1T tokens in days", Metric.TIME_TO_TRAIN_S), printed_metric("mfu", Metric.MFU)
+    >>> printed_metric("Time to train 1T tokens in days", "time_to_train_s"), printed_metric("mfu", "mfu")
     ('metric as printed: Time to train 1T tokens in days', '')
     """
-    same = "".join(c for c in text.lower() if c.isalnum()) == "".join(c for c in metric.value if c.isalnum())
+    same = "".join(c for c in text.lower() if c.isalnum()) == "".join(c for c in metric if c.isalnum())
     return "" if same or not text.strip() else f"metric as printed: {text}"
+

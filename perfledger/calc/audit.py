@@ -35,6 +35,7 @@ DEFAULT_TOLERANCE = 0.02
 DEFAULT_MFU_CEILING = 0.70
 VERDICTS = ("consistent", "other convention", "inconsistent", "unchecked")
 CLAIM_METRIC = "model_tflops_per_device"
+RELATION = "model_tflops_per_device = tokens_per_s_per_device x FLOPs per token / 1e12"
 THROUGHPUT_METRIC = "tokens_per_s_per_device"
 MATCH_KEYS = ("source_id", *pairing.CONFIG_COLUMNS)
 # what audit_claims reads of a result row (the _model/_accelerator keys are made from the ids and printed names)
@@ -133,7 +134,9 @@ def _with_flops(claims: pl.DataFrame, models: pl.DataFrame, rule: AuditRule) -> 
     columns = {"_f": rule.formula} | {f"_f_{name}": name for name in _other_formulas(rule)}
     table = pairs.with_columns(
         pl.Series(column, [flops.per_token(m, s, formula) for m, s in pairs.iter_rows()], dtype=pl.Float64)
-        for column, formula in columns.items())
+        for column, formula in columns.items()).with_columns(
+        pl.Series("_seq_assumed", [None if s else (flops.shapes.get(m or "") or {}).get("seq_len")
+                                   for m, s in pairs.iter_rows()], dtype=pl.Int64))
     return claims.join(table, on=["model_id", "seq_len"], how="left", nulls_equal=True, maintain_order="left")
 
 
@@ -226,8 +229,19 @@ def _verdicts(frame: pl.DataFrame, rule: AuditRule) -> pl.DataFrame:
                        pl.when(pl.col("_loc_same").is_not_null()).then(pl.lit(", ") + pl.col("_loc_same"))
                        .otherwise(pl.lit("")),
                        pl.when(pl.col("_derived_same")).then(pl.lit(_DERIVED)).otherwise(pl.lit("")))
+    assumed = pl.when(pl.col("_seq_assumed").is_not_null()).then(
+        pl.format("; {}", seq_assumed_expr())).otherwise(pl.lit(""))
     return frame.with_columns(verdict=verdict, plausibility=_plausibility(rule), peak_used=pl.col("_peak_used"),
-                              inputs=pl.when(pl.col("_tps_same").is_not_null()).then(inputs))
+                              inputs=pl.when(pl.col("_tps_same").is_not_null()).then(inputs + assumed))
+
+
+def seq_assumed(seq: Any) -> str:
+    """What a verdict says when the row prints no sequence length and the catalog model's is used."""
+    return f"seq_len {seq} assumed: the row prints none (the catalog model's)"
+
+
+def seq_assumed_expr() -> pl.Expr:
+    return pl.format("seq_len {} assumed: the row prints none (the catalog model's)", pl.col("_seq_assumed"))
 
 
 _DERIVED = "; tokens/s derived from its step time, global batch, sequence length and devices"
@@ -252,9 +266,10 @@ def implausible_ids(claims: pl.DataFrame, accelerators: pl.DataFrame, rule: Audi
     return [int(i) for i in frame.filter(_plausibility(rule) == "implausible")["id"].to_list()]
 
 
-_EXPLAIN_COLUMNS = ("verdict", "model_id", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
+_EXPLAIN_COLUMNS = ("verdict", "_model", "_f", "_tps_same", "_n_same", "_other", "value", "_f_other",
                     "_tier", "_src_same", "recomputed", "_peak_note",
-                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload")
+                    "plausibility", "mfu_at_stated_precision", "_precision_used", "_fp8_peak", "workload",
+                    "_seq_assumed")
 PEFT_WORKLOADS = ("lora_finetune",)
 
 
@@ -267,11 +282,13 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
         frame = frame.with_columns(workload=pl.lit(None, dtype=pl.String))
     narrow = frame.select(pl.col(c) if c != "_f_other" else f_other.alias(c) for c in _EXPLAIN_COLUMNS)
     for (verdict, model_id, f, tps_same, n_same, other, value, f_other, tier, src_same, recomputed, peak_note,
-         plausibility, util, precision, fp8, workload) in narrow.iter_rows():
+         plausibility, util, precision, fp8, workload, assumed) in narrow.iter_rows():
         notes: list[str] = []
         if f is None:
             notes.append(no_architecture(model_id))
         elif tps_same is not None:
+            if assumed is not None:
+                notes.append(seq_assumed(assumed))
             if tier == 2:
                 notes.append(f"its own source prints no tokens/s for this configuration; checked against {src_same} "
                              "(cross-source pairing asked)")
@@ -294,13 +311,23 @@ def _explanations(frame: pl.DataFrame, rule: AuditRule) -> Iterator[str]:
 
 
 def no_architecture(model_id: str | None) -> str:
-    """Why a claim's FLOPs are unknown; a claim that names no model says so (never Python's None).
+    """Why a claim's FLOPs are unknown: a catalog model with no shape, a printed name no catalog row claims
+    ("as printed: NAME", pairing's model key), or no model at all (never Python's None).
 
-    >>> no_architecture("zoo-1b"), no_architecture(None)
-    ("no architecture for model 'zoo-1b' in the catalog: FLOPs unknown", 'no model named: FLOPs unknown')
+    >>> no_architecture("zoo-1b")
+    "no architecture for model 'zoo-1b' in the catalog: FLOPs unknown"
+    >>> no_architecture("as printed: gemma4-26b")
+    "model 'gemma4-26b' is not in the catalog: FLOPs unknown (python -m perfledger resolve list)"
     """
-    return "no model named: FLOPs unknown" if model_id is None else \
-        f"no architecture for model {model_id!r} in the catalog: FLOPs unknown"
+    if model_id is None:
+        return "no model named: FLOPs unknown"
+    if model_id.startswith(AS_PRINTED):
+        return (f"model {model_id.removeprefix(AS_PRINTED)!r} is not in the catalog: FLOPs unknown "
+                "(python -m perfledger resolve list)")
+    return f"no architecture for model {model_id!r} in the catalog: FLOPs unknown"
+
+
+AS_PRINTED = "as printed: "  # pairing's key of a name no catalog row claims
 
 
 def _peft_reason(ratio: float) -> str:

@@ -77,7 +77,7 @@ def judge(reported: float, candidates: Sequence[Candidate], tolerance: float,
 
 
 def claim_row(claim: Mapping[str, Any], reported: float, judgement: Judgement, unit: str, rule: audit.AuditRule,
-              *, tokens_per_s: float | None = None) -> dict[str, Any]:
+              *, tokens_per_s: float | None = None, relation: str | None = None) -> dict[str, Any]:
     """One row of the audit table (audit_mfu.AUDIT_COLUMNS) for a claim and its judgement."""
     rel = (audit.relative_difference(reported, judgement.recomputed)
            if judgement.recomputed not in (None, 0.0) else None)
@@ -88,7 +88,7 @@ def claim_row(claim: Mapping[str, Any], reported: float, judgement: Judgement, u
             "rel_diff": rel, "tolerance": rule.tolerance, "mfu_at_stated_precision": None, "peak_used": None,
             "verdict": judgement.verdict, "plausibility": "", "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
             "tokens_per_s_per_device": tokens_per_s, "explanation": judgement.reason or "",
-            "convention": judgement.convention, "reason": judgement.reason, "inputs": None}
+            "convention": judgement.convention, "reason": judgement.reason, "inputs": None, "relation": relation}
 
 
 def once_per_distinct(claims: pl.DataFrame, audit_one: Callable[[dict[str, Any]], dict[str, Any]],

@@ -25,7 +25,8 @@ from perfledger.errors import InvalidInput
 CLAIM_METRICS = ("mfu", "hfu")
 HFU_FACTOR = 4 / 3
 DEFAULT_RULE = audit.AuditRule()
-AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String()}
+AUDIT_COLUMNS: dict[str, pl.DataType] = {**audit.AUDIT_SCHEMA, "convention": pl.String(), "reason": pl.String(),
+                                          "relation": pl.String()}  # the relation a verdict used, as a formula
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,10 @@ def figures_by_config(results: pl.DataFrame, metrics: list[str]) -> Basis:
     keys = pairing.config_keys(results, with_source=False)
     value = pl.col("value").cast(pl.Float64)
     rows = results.filter(pl.col("metric").is_in(metrics), value > 0, value.is_not_nan())  # NaN sorts above 0
+    if "workload" in rows.columns:  # an RL step's throughput is no training rate: nothing is recomputed from it
+        rl_rate = (pl.col("workload").fill_null("") == pairing.RL_WORKLOAD) \
+            & pl.col("metric").is_in(["tokens_per_s_per_device", "tokens_per_s"])
+        rows = rows.filter(~rl_rate)
     out: list[dict[tuple[Any, ...], dict[str, tuple[float, str]]]] = []
     for extra in (["source_id", "locator"], ["source_id"], []):
         firsts = (rows.group_by([*keys, *extra, "metric"], maintain_order=True)
@@ -134,7 +139,8 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
     rel = audit.relative_difference(reported, recomputed) if recomputed else None
     peak = peaks["_stated"] if isinstance(peaks, dict) else None
     plausibility, note = plausibility_of(claim, peaks, rule)
-    reason = "; ".join(r for r in (reason, note) if r) or None
+    assumed = audit.seq_assumed(seq) if recomputed is not None and tps is not None and not claim["seq_len"] else None
+    reason = "; ".join(r for r in (reason, assumed, note) if r) or None
     return {"claim_id": claim.get("id"), "source_id": claim["source_id"], "model_id": claim["model_id"],
             "accelerator_id": claim["accelerator_id"], "n_devices": claim["n_devices"],
             "workload": claim.get("workload"), "precision": claim["precision"], "seq_len": claim["seq_len"],
@@ -142,7 +148,15 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
             "rel_diff": rel, "tolerance": rule.tolerance, "peak_used": f"{peak:g} TFLOP/s" if peak else None,
             "verdict": verdict, "plausibility": plausibility, "formula": fl.FORMULA_TITLES.get(rule.formula, rule.formula),
             "mfu_at_stated_precision": reported if claim["metric"] == "mfu" else None,
-            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason, "inputs": None}
+            "tokens_per_s_per_device": tps, "explanation": reason or "", "convention": convention, "reason": reason,
+            "inputs": None, "relation": _relation(claim["metric"], tps, tflops)}
+
+
+def _relation(metric: str, tps: float | None, tflops: float | None) -> str:
+    """The relation an MFU or HFU claim is recomputed by, from the basis it has."""
+    basis = ("tokens_per_s_per_device x FLOPs per token / 1e12" if tps is not None
+             else "model_tflops_per_device" if tflops is not None else "model TFLOP/s")
+    return f"{metric} = {basis} / dense peak at the precision" + (" x 4/3" if metric == "hfu" else "")
 
 
 def plausibility_of(claim: Mapping[str, Any], peaks: Mapping[str, float] | str,

@@ -26,6 +26,8 @@ DEFAULT_RULE = audit.AuditRule()
 CLAIM_METRICS = ("scaling_efficiency", "relative_throughput")
 THROUGHPUT_METRICS = ("tokens_per_s_per_device", "tokens_per_s")
 UNITS = {"scaling_efficiency": "fraction", "relative_throughput": "x"}
+RELATIONS = {"scaling_efficiency": "scaling_efficiency = (throughput_N / throughput_base) / (N / base)",
+             "relative_throughput": "relative_throughput = throughput_N / throughput_base"}
 _STATED_BASE = re.compile(r"(\d[\d,]*)\s+(?:GPUs|devices|accelerators|HPUs|IPUs|RDUs)\b")
 
 
@@ -101,18 +103,20 @@ def _audit_one(claim: Mapping[str, Any], members: Sequence[Mapping[str, Any]],
     if why is None and base not in by_n:
         why = f"the stated baseline of {base} devices has no throughput row in its series"
     if why is not None or n is None or base is None:
-        return claim_row(claim, reported, Judgement("unchecked", None, None, why), unit, rule)
+        return claim_row(claim, reported, Judgement("unchecked", None, None, why), unit, rule,
+                         relation=RELATIONS[claim["metric"]])
     others = sorted(b for b in by_n if b not in (base, n))
     candidates = [c for c in (_candidate(claim["metric"], by_n, n, b, b == base) for b in [base, *others])
                   if c is not None]
     if not candidates or candidates[0].name != DEFAULT:
         return claim_row(claim, reported, Judgement("unchecked", None, None, "its throughputs give no finite ratio"),
-                         unit, rule)
+                         unit, rule, relation=RELATIONS[claim["metric"]])
     basis = f"the series' throughput at {n:,} and {base:,} devices ({by_n[n]:,.0f} and {by_n[base]:,.0f} tokens/s)"
     judgement = judge(reported, candidates, rule.tolerance, lambda v: _show(v, unit), basis)
     convention = judgement.convention or ""
     used = int(convention.removeprefix("base-")) if convention.startswith("base-") else base
-    return claim_row(claim, reported, judgement, unit, rule) | {"inputs": _inputs(rows, n, used)}
+    return claim_row(claim, reported, judgement, unit, rule, relation=RELATIONS[claim["metric"]]) | {
+        "inputs": _inputs(rows, n, used)}
 
 
 def _inputs(rows: Mapping[int, Mapping[str, Any]], n: int, base: int) -> str:

@@ -47,6 +47,7 @@ TIME_CLAIMS: dict[str, TimeClaim] = {
     "time_to_train_s": TimeClaim(None, None, 1.0, "s"),
 }
 CLAIM_METRICS = tuple(TIME_CLAIMS)
+RELATION = "time_to_train = tokens / (tokens_per_s_per_device x n_devices)"
 _TOKENS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([KMBT])[- ]tokens?\b")
 _SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
@@ -87,7 +88,7 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
            else "the claim states no device count" if not devices
            else _no_throughput(claim, basis, shapes, accels) if not throughputs else None)
     if why is not None or tokens is None or not devices:
-        return claim_row(claim, reported, Judgement("unchecked", None, None, why), kind.unit, rule)
+        return claim_row(claim, reported, Judgement("unchecked", None, None, why), kind.unit, rule, relation=RELATION)
     readings = [(DEFAULT, "", devices)] + list(_other_device_readings(kind, devices))
     candidates = [Candidate(_join(t_name, d_name), _title(t_title, d_title),
                             metrics.time_to_train_s(tokens, n, tps) / kind.seconds_per_unit)
@@ -96,7 +97,7 @@ def _audit_one(claim: Mapping[str, Any], basis: Mapping[str, float], shapes: Map
     tps0 = throughputs[0][2]
     basis_text = f"{_si(tokens)} tokens on {devices:,} devices at {tps0:,.0f} tokens/s/device{throughputs[0][1]}"
     judgement = judge(reported, candidates, rule.tolerance, lambda v: show_time(v, kind.unit), basis_text)
-    return claim_row(claim, reported, judgement, kind.unit, rule, tokens_per_s=tps0)
+    return claim_row(claim, reported, judgement, kind.unit, rule, tokens_per_s=tps0, relation=RELATION)
 
 
 def _other_device_readings(kind: TimeClaim, devices: int) -> Iterator[tuple[str, str, int]]:

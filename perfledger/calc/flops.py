@@ -9,9 +9,10 @@ forward + backward (x3) of multiply-adds (x2) and no activation recompute: model
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from perfledger.calc.shape_detail import Detail, parse_detail
 from perfledger.errors import InvalidInput
 
 
@@ -30,6 +31,8 @@ class ModelShape:
     params: float | None = None  # total parameters, for the 6N family
     active_params: float | None = None  # MoE: parameters a token uses
     head_dim: int | None = None  # when heads x head_dim is not hidden (Qwen3-235B: 64 x 128 = 8192, hidden 4096)
+    moe_experts: int = 1  # routed experts (their router is counted only for a shape given in detail)
+    detail: Detail = ()  # calc.shape_detail: latent attention, dense-first layers, shared experts, local attention
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ModelShape:
@@ -49,7 +52,13 @@ class ModelShape:
             params=_positive_or_none(row.get("params")),
             active_params=_positive_or_none(row.get("active_params")),
             head_dim=int(row["head_dim"]) if row.get("head_dim") else None,
+            moe_experts=int(row.get("moe_experts") or 1),
+            detail=parse_detail(row.get("shape_detail")),
         )
+
+    def part(self, key: str) -> float:
+        """A shape_detail value, 0 when the shape does not state it."""
+        return dict(self.detail).get(key, 0.0)
 
     @property
     def attention(self) -> float:
@@ -63,6 +72,14 @@ class ModelShape:
     @property
     def mlp_matrices(self) -> int:
         return 3 if self.swiglu else 2
+
+    @property
+    def score_width(self) -> float:
+        """The width attention scores and values use: `attention`, or for latent attention heads x (qk + v) / 2
+        (queries and keys qk_nope + qk_rope wide, values v_head_dim wide)."""
+        if not self.part("kv_lora_rank"):
+            return self.attention
+        return self.heads * (self.part("qk_nope_head_dim") + self.part("qk_rope_head_dim") + self.part("v_head_dim")) / 2
 
 
 def _positive_or_none(value: Any) -> float | None:
@@ -78,7 +95,7 @@ def nemo(shape: ModelShape, seq_len: int) -> float:
     >>> round(nemo(LLAMA2_7B, 4096) / 1e9, 3)  # Llama 2 7B at s=4096 (formulas.md: 46.085 GFLOP/token)
     46.085
     """
-    return _dense_terms(shape) + 12 * shape.layers * seq_len * shape.attention
+    return _dense_terms(shape) + _attention(shape, seq_len, 12)
 
 
 def causal(shape: ModelShape, seq_len: int) -> float:
@@ -90,7 +107,7 @@ def causal(shape: ModelShape, seq_len: int) -> float:
     >>> round(causal(LLAMA2_7B, 4096) / 1e9, 2)
     42.86
     """
-    return _dense_terms(shape) + 6 * shape.layers * seq_len * shape.attention
+    return _dense_terms(shape) + _attention(shape, seq_len, 6)
 
 
 def six_n(shape: ModelShape, seq_len: int) -> float:
@@ -114,16 +131,46 @@ def palm(shape: ModelShape, seq_len: int) -> float:
     >>> round(palm(LLAMA2_7B, 4096) / 1e9, 2)
     46.87
     """
-    return 6 * _params(shape) + 12 * shape.layers * seq_len * shape.attention
+    return 6 * _params(shape) + _attention(shape, seq_len, 12)
 
 
 def _dense_terms(shape: ModelShape) -> float:
-    per_layer = (
-        2 * shape.hidden * shape.attention
-        + 2 * shape.hidden * shape.kv_hidden
-        + shape.mlp_matrices * shape.hidden * shape.ffn_hidden * shape.moe_top_k
-    )
-    return 6 * (shape.layers * per_layer + shape.hidden * shape.vocab)
+    """6 x the multiply-adds of every weight a token meets: attention projections, FFNs, the output layer."""
+    return 6 * (shape.layers * _projections(shape) + _ffns(shape) + shape.hidden * shape.vocab)
+
+
+def _projections(shape: ModelShape) -> float:
+    """One layer's attention projections: q, k, v, o; for latent attention its down and up projections."""
+    h = shape.hidden
+    if not shape.part("kv_lora_rank"):
+        return 2 * h * shape.attention + 2 * h * shape.kv_hidden
+    heads, q_rank, kv_rank = shape.heads, shape.part("q_lora_rank"), shape.part("kv_lora_rank")
+    qk, rope, v = shape.part("qk_nope_head_dim") + shape.part("qk_rope_head_dim"), shape.part("qk_rope_head_dim"), \
+        shape.part("v_head_dim")
+    q = h * q_rank + q_rank * heads * qk if q_rank else h * heads * qk
+    kv = h * (kv_rank + rope) + kv_rank * heads * (shape.part("qk_nope_head_dim") + v)
+    return q + kv + h * heads * v
+
+
+def _ffns(shape: ModelShape) -> float:
+    """Every layer's FFN: the dense-first layers at their width, the others top-k (plus shared) experts, and, for a
+    shape given in detail, each MoE layer's router (hidden x experts)."""
+    m, h = shape.mlp_matrices, shape.hidden
+    dense = int(shape.part("first_dense_layers"))
+    router = h * shape.moe_experts if shape.detail and shape.moe_experts > 1 else 0.0
+    per_moe = m * h * shape.ffn_hidden * (shape.moe_top_k + shape.part("shared_experts")) + router
+    return dense * m * h * shape.part("dense_ffn_hidden") + (shape.layers - dense) * per_moe
+
+
+def _attention(shape: ModelShape, seq_len: int, per_pair: float) -> float:
+    """Attention scores and values: per_pair x L x s x width (12: every pair, 6: the causal half); a local layer
+    (sliding_window, all but every global_every-th) attends to its window alone, 12 x (W - W^2 / 2s) x width."""
+    width, window, every = shape.score_width, shape.part("sliding_window"), int(shape.part("global_every"))
+    if not window or not every or window >= seq_len:
+        return per_pair * shape.layers * seq_len * width
+    global_layers = shape.layers // every
+    local = 12 * (window - window**2 / (2 * seq_len)) * width
+    return per_pair * global_layers * seq_len * width + (shape.layers - global_layers) * local
 
 
 def _params(shape: ModelShape) -> float:
@@ -133,17 +180,31 @@ def _params(shape: ModelShape) -> float:
     return n
 
 
+def causal_mtp(shape: ModelShape, seq_len: int) -> float:
+    """`causal` with the model's multi-token-prediction layers counted (shape_detail mtp_layers; Megatron-Bridge's
+    DeepSeek-V3 tables): each one more MoE layer, its 2h x h input projection and its own output layer.
+
+    F = causal + 6 * n_mtp * [proj + ffn of one MoE layer + 2*h*h + h*V] + 6 * n_mtp * s * a     (FLOP per token)
+    """
+    n = shape.part("mtp_layers")
+    moe = _ffns(replace(shape, layers=1, detail=tuple(d for d in shape.detail if d[0] != "first_dense_layers")))
+    weights = _projections(shape) + moe + 2 * shape.hidden**2 + shape.hidden * shape.vocab
+    return causal(shape, seq_len) + 6 * n * (weights + seq_len * shape.score_width)
+
+
 FORMULAS: dict[str, Callable[[ModelShape, int], float]] = {
     "nemo": nemo,
     "causal": causal,
     "6n": six_n,
     "palm": palm,
+    "causal_mtp": causal_mtp,
 }
 FORMULA_TITLES = {
     "nemo": "NeMo / Megatron 2024 (F_req; reproduces NVIDIA's published TFLOPS)",
     "causal": "causal-halved attention (NeMo since 2025-08, Megatron since 2025-03)",
     "6n": "6N (parameters only)",
     "palm": "6N + 12·L·s·h (PaLM Appendix B)",
+    "causal_mtp": "causal-halved attention with the multi-token-prediction layers counted (Megatron-Bridge)",
 }
 DEFAULT_FORMULA = "nemo"
 

@@ -15,6 +15,8 @@ from perfledger.calc import flops, metrics
 from perfledger.errors import InvalidInput
 
 NORMALIZATIONS = ("device", "mfu", "watt", "dollar")
+RL_STEP = ("RL post-training step throughput (generation, scoring and training in one step) is its own quantity, "
+           "not a training rate")
 
 
 def safe(fn: Callable[[], float]) -> tuple[float | None, str]:
@@ -89,6 +91,8 @@ def normalised(row: Mapping[str, Any], acc: Mapping[str, Any] | None, basis: Bas
 
 def _as_mfu(row: Mapping[str, Any], acc: Mapping[str, Any], basis: Basis,
             models: Mapping[str, dict[str, Any]]) -> Normalised:
+    if row.get("workload") == "rlhf" and not basis.is_tflops:
+        return Normalised(None, "MFU (fraction)", None, f"{RL_STEP}: no MFU from it")
     precision = row.get("precision") or "unstated"
     note = "" if precision not in ("unstated", "") else "precision not stated: bf16 assumed; "
     try:

@@ -144,7 +144,7 @@ def same_figure_pairs(rows: Iterable[Row], first: str, second: str, *,
     mine: dict[tuple[Any, ...], list[Row]] = {}
     theirs: list[Row] = []
     for r in rows:
-        if any(r[c] is None for c in SAME_FIGURE):
+        if any(r[c] is None for c in SAME_FIGURE) or ("value" in r and r["value"] is None):  # kept as printed
             continue
         if r["accelerator_id"] == first:
             mine.setdefault(_pair_key(r, same_source), []).append(r)
@@ -204,13 +204,18 @@ CONFIG_COLUMNS = ("_model", "_accelerator", "n_devices", "precision", "seq_len",
                   "grad_accum", "tp", "pp", "dp", "ep", "cp", "sparsity", "workload", "strategy",
                   "framework_version", "attributes")
 STEP_TIME_METRIC = "step_time_s"
+RL_WORKLOAD = "rlhf"  # RL post-training: its step throughput is its own quantity, never a training rate
 DERIVED_THROUGHPUT = "tokens_per_s_per_device"
 
 
 def with_config_keys(results: pl.DataFrame) -> pl.DataFrame:
     """The rows with _model and _accelerator (the catalog id, else "as printed: NAME"), _derived (False) and the
     rows' own throughput where they print only step time: global batch x sequence length / step time / devices,
-    as a tokens/s/device row with the step-time row's id and _derived True (labelled derived wherever shown)."""
+    as a tokens/s/device row with the step-time row's id and _derived True (labelled derived wherever shown).
+
+    A printed row that prints its tokens/s/device is not given a derived one (its own figure comes first; the two
+    are checked against each other by calc.audit_relations), and an RL post-training row never is: its step
+    generates, scores and trains, so batch x sequence / step time is no training throughput."""
     if "_model" in results.columns:
         return results
     frame = results.with_columns(_name_key(results, "model"), _name_key(results, "accelerator"), _derived=pl.lit(False))
@@ -222,6 +227,12 @@ def with_config_keys(results: pl.DataFrame) -> pl.DataFrame:
     value = pl.col("value").cast(pl.Float64)
     steps = frame.filter((pl.col("metric") == STEP_TIME_METRIC) & (value > 0) & value.is_finite()
                          & pl.all_horizontal(pl.col(c).is_not_null() & (pl.col(c) > 0) for c in needed))
+    if "workload" in frame.columns:
+        steps = steps.filter(pl.col("workload").is_null() | (pl.col("workload") != RL_WORKLOAD))
+    printed_row = ["source_id", "locator", *config_keys(frame, with_source=False)] if "source_id" in frame.columns \
+        else ["locator", *config_keys(frame, with_source=False)]
+    printed = frame.filter(pl.col("metric") == DERIVED_THROUGHPUT).select(printed_row).unique()
+    steps = steps.join(printed, on=printed_row, how="anti", nulls_equal=True)
     derived = steps.with_columns(
         metric=pl.lit(DERIVED_THROUGHPUT), _derived=pl.lit(True),
         value=(pl.col("global_batch") * pl.col("seq_len") / value / pl.col("n_devices")).cast(frame.schema["value"]))

@@ -21,6 +21,7 @@ _NOISE_WORDS = frozenset({
 })
 # Words that say a name is a model without saying which: no help in telling two models apart.
 _GENERIC_WORDS = frozenset({"model", "models", "dense", "moe", "llm"})
+GENERIC_WORDS = _GENERIC_WORDS | _NOISE_WORDS | {"instruct", "it", "base", "pretrained"}
 # A parameter count as printed: "16B", "1024B", "1.5B", "126M", "1T", "8x7B" (experts x size); not "A22B" (active).
 _SIZE = re.compile(r"(?<![a-z0-9.])(?:(?P<experts>\d+)\s*x\s*)?(?P<n>\d+(?:\.\d+)?)\s*(?P<scale>[kmbt])(?![a-z])")
 _SCALE = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}

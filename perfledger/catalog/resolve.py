@@ -6,8 +6,8 @@ what parsers, which never touch the store, get. Code holding a store passes `per
 
 from __future__ import annotations
 
-from perfledger.catalog.names import keys, lookup, nearest, printed_size
-from perfledger.catalog.record import Catalog, Names, bundled_catalog
+from perfledger.catalog.names import keys, lookup, printed_size
+from perfledger.catalog.record import Catalog, bundled_catalog
 from perfledger.errors import UnknownId
 
 
@@ -61,11 +61,13 @@ def resolve_or_none(kind: str, name: str | None, catalog: Catalog | None = None)
 
 
 def nearest_ids(kind: str, name: str, catalog: Catalog | None = None) -> tuple[str, ...]:
-    """The three catalog ids of `kind` closest to `name`, closest first; for a model, by the parameter count the
-    name prints as well as by spelling ("16B" is near the 16B models, not mpt-1b)."""
+    """The (up to) three catalog ids of `kind` that `name` may mean, nearest first, by meaning before spelling
+    (perfledger.catalog.meaning): an accelerator of the vendor its words name, a model of its family, generation and
+    parameter count ("16B" is near the 16B models, not mpt-1b; "gemma4-26b" near no model the catalog has)."""
+    from perfledger.catalog.meaning import nearest_accelerators, nearest_models
+
     known = catalog or bundled_catalog()
-    names: Names = known.names(kind)
-    return nearest(name, names.ids, model_sizes(known) if kind == "model" else None)
+    return nearest_models(name, known) if kind == "model" else nearest_accelerators(name, known)
 
 
 def model_sizes(catalog: Catalog) -> dict[str, float | None]:

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import Table
 
 from perfledger import schema
+from perfledger.calc.shape_detail import parse_detail
 from perfledger.catalog.names import exact_key, normalize_name
 from perfledger.catalog.record import Alias, Catalog, format_aliases, parse_aliases
 from perfledger.errors import DataFileError, InvalidInput
@@ -175,6 +176,10 @@ def _problem(kind: str, row: Row, source_ids: frozenset[str]) -> str | None:
         return f"kv_heads {row['kv_heads']} does not divide heads {row['heads']}"
     if row.get("moe_top_k") and row.get("moe_experts") and row["moe_top_k"] > row["moe_experts"]:
         return f"moe_top_k {row['moe_top_k']} exceeds moe_experts {row['moe_experts']}"
+    try:
+        parse_detail(row.get("shape_detail"))
+    except InvalidInput as exc:
+        return str(exc)
     return None
 
 

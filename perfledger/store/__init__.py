@@ -52,6 +52,7 @@ from perfledger.store.read import (
     steps,
     write_stamp,
 )
+from perfledger.store.resolve import apply_answer, to_resolve
 from perfledger.store.run_list import RUN_LIST_FIELDS, runs
 from perfledger.store.write import add_results, claims_refusals, delete_run, plan_run, result_row_key, save_run
 
@@ -67,6 +68,7 @@ __all__ = [
     "SaveResult",
     "accelerators",
     "add_results",
+    "apply_answer",
     "campaign",
     "campaign_run_ids",
     "campaigns",
@@ -110,6 +112,7 @@ __all__ = [
     "step_times",
     "steps",
     "store_fault",
+    "to_resolve",
     "unlinked_names",
     "write_stamp",
 ]

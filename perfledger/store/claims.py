@@ -34,7 +34,7 @@ CLAIM_KEY_FIELDS = ("source_id", "locator", "metric", "model_as_printed", "accel
 IMPORTED_KINDS = frozenset({SourceKind.UPLOAD.value, SourceKind.CLI.value})
 _COMPARED = ("value", "unit", "evidence", "note", "framework", "framework_version", "micro_batch", "baseline",
              "model_id", "accelerator_id", "grad_accum", "tp", "pp", "dp", "ep", "cp", "sparsity",
-             "precision_as_printed")
+             "precision_as_printed", "printed", "unread")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,8 @@ def claim_key(record: ResultRecord, *, with_value: bool = False) -> str:
     fields = [row[f] for f in CLAIM_KEY_FIELDS]
     if record.attributes:
         fields.append(record.attributes)
+    if record.unread:  # a row with a cell unread yet is told apart by all it printed (two in one row, say)
+        fields += ["printed", record.printed]
     if with_value:
         fields += ["range", record.value]
     payload = json.dumps(["claim", *fields], default=str)
@@ -72,7 +74,7 @@ def claim_keys(records: Sequence[ResultRecord]) -> list[str]:
     """Each record's key; records sharing a key with different values in one file (a printed range, "33% to
     39%") are all kept, each keyed by its value as well, so none overwrites another and a re-import matches."""
     plain = [claim_key(r) for r in records]
-    values: dict[str, set[float]] = {}
+    values: dict[str, set[float | None]] = {}
     for key, record in zip(plain, records, strict=True):
         values.setdefault(key, set()).add(record.value)
     return [claim_key(r, with_value=True) if len(values[k]) > 1 else k for k, r in zip(plain, records, strict=True)]

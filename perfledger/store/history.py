@@ -16,8 +16,8 @@ from perfledger.store.read import query
 from perfledger.store.upgrade import run_date
 from perfledger.vocabulary import LogFormat
 
-CONFIG_COLUMNS = ("model_id", "accelerator_id", "n_devices", "precision", "framework", "tp", "pp", "dp", "cp", "ep",
-                  "strategy")
+CONFIG_COLUMNS = ("model_id", "accelerator_id", "n_devices", "precision", "workload", "framework", "tp", "pp", "dp",
+                  "cp", "ep", "strategy")
 
 
 def run_figures(engine: Engine, metrics: Sequence[str], *, run_ids: Sequence[int] | None = None) -> pl.DataFrame:
@@ -27,7 +27,7 @@ def run_figures(engine: Engine, metrics: Sequence[str], *, run_ids: Sequence[int
     with connection(engine, write=False) as conn:
         ran_at = run_date(conn)
     stmt = (sa.select(r.c.id, r.c.run_id, *[r.c[c] for c in CONFIG_COLUMNS], r.c.framework_version, r.c.metric,
-                      r.c.value, r.c.unit, r.c.evidence, run.c.file_name, ran_at, run.c.ingested_at)
+                      r.c.value, r.c.unit, r.c.evidence, run.c.file_name, run.c.format, ran_at, run.c.ingested_at)
             .select_from(r.join(run, r.c.run_id == run.c.id))
             .where(r.c.metric.in_(list(metrics)), run.c.format != LogFormat.CLAIMS_CSV.value)
             .order_by(r.c.run_id, r.c.id))
@@ -41,7 +41,7 @@ def published_figures(engine: Engine, metric: str) -> pl.DataFrame:
     source's date."""
     r, run, src = schema.result, schema.run, schema.source
     stmt = (sa.select(r.c.id, r.c.source_id, src.c.date.label("source_date"), r.c.model_id, r.c.accelerator_id,
-                      r.c.n_devices, r.c.precision, r.c.value)
+                      r.c.n_devices, r.c.precision, r.c.workload, r.c.value)
             .select_from(r.outerjoin(run, r.c.run_id == run.c.id).outerjoin(src, r.c.source_id == src.c.id))
             .where(r.c.metric == metric, r.c.evidence == "reported",
                    sa.or_(r.c.run_id.is_(None), run.c.format == LogFormat.CLAIMS_CSV.value))

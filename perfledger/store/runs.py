@@ -14,6 +14,7 @@ from perfledger import schema
 from perfledger.errors import InvalidInput, StoreError
 from perfledger.records import ResultRecord
 from perfledger.store.engine import connection
+from perfledger.store.upgrade import relax_columns
 from perfledger.store.write import _json as json_text
 from perfledger.store.write import insert_results
 
@@ -22,7 +23,9 @@ from perfledger.store.write import insert_results
 ADDED_COLUMNS: tuple[tuple[sa.Table, str], ...] = ((schema.step, "launch"), (schema.step, "generation_s"),
                                                    (schema.step, "training_s"),
                                                    (schema.result, "precision_as_printed"),
-                                                   (schema.result, "attributes"), (schema.model, "head_dim"))
+                                                   (schema.result, "attributes"), (schema.model, "head_dim"),
+                                                   (schema.result, "printed"), (schema.result, "unread"),
+                                                   (schema.model, "shape_detail"))
 
 
 def add_missing_columns(conn: Connection) -> list[str]:
@@ -38,7 +41,7 @@ def add_missing_columns(conn: Connection) -> list[str]:
         kind = column.type.compile(dialect=conn.dialect)
         conn.execute(sa.text(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {kind}'))
         added.append(f"{table.name}.{name}")
-    return added
+    return added + relax_columns(conn)
 
 
 STEADY_LOCATOR = "steady-state window"  # the locator of the result rows a run's summary produced

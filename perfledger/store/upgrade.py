@@ -7,8 +7,8 @@ DuckDB refuses to change the type of a column an index covers, and stores made b
 PostgreSQL's alone still carry it (see schema.step): on DuckDB that index is dropped first, in its own
 transaction (DuckDB checks the dependency against committed state), which loses nothing DuckDB reads by.
 
-Campaigns (schema.CAMPAIGN_TABLES) came later than runs: a store without them gets them at its first write, empty,
-its other tables untouched (add_campaign_tables).
+Campaigns and corrections (schema.LATER_TABLES) came later than runs: a store without them gets them at its first
+write, empty, its other tables untouched (add_campaign_tables).
 
 Columns added since (ADDED) are added by the same first writer, one ALTER TABLE ... ADD COLUMN each: a metadata
 change on both engines; the rows stored before read the new column as null ("not stated").
@@ -56,13 +56,13 @@ def widen_columns(conn: Connection) -> list[str]:
 
 
 def add_campaign_tables(conn: Connection) -> list[str]:
-    """Create the campaign tables a store of an earlier release lacks (one that has runs), in a transaction of its
-    own on `conn`; the tables created. A store with no tables at all is left to `create_schema`."""
+    """Create the tables a store of an earlier release lacks (campaigns, corrections; one that has runs), in a
+    transaction of its own on `conn`; the tables created. A store with no tables at all is left to `create_schema`."""
     with conn.begin():
         inspector = sa.inspect(conn)
         if not inspector.has_table(schema.run.name):
             return []
-        missing = [t for t in schema.CAMPAIGN_TABLES if not inspector.has_table(t.name)]
+        missing = [t for t in schema.LATER_TABLES if not inspector.has_table(t.name)]
         if missing:
             schema.metadata.create_all(conn, tables=missing)
     return [t.name for t in missing]
@@ -71,11 +71,12 @@ def add_campaign_tables(conn: Connection) -> list[str]:
 def upgrade(conn: Connection) -> list[str]:
     """Bring a store of an earlier release up to this schema in place (`conn` not in a transaction): the columns
     widened and added, as "table.column"."""
-    return widen_columns(conn) + add_columns(conn) + add_campaign_tables(conn)
+    return widen_columns(conn) + add_columns(conn) + add_campaign_tables(conn) + _relaxed(conn)
 
 
 # --- run date: the run's own date (schema.run.ran_at) ---
-ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"),)
+ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"), (schema.result, "printed"),
+                                          (schema.result, "unread"), (schema.model, "shape_detail"))
 
 
 def add_columns(conn: Connection) -> list[str]:
@@ -106,3 +107,28 @@ def run_date(conn: Connection) -> sa.ColumnElement[Any]:
         _DATED.add(url)
     return schema.run.c.ran_at
 # --- end run date ---
+
+
+# --- relaxed columns: NOT NULL in stores made before they could be null ---
+RELAXED: tuple[tuple[sa.Table, str], ...] = ((schema.result, "value"),)  # a claims cell kept as printed, not a number
+
+
+def relax_columns(conn: Connection) -> list[str]:
+    """ALTER TABLE ... DROP NOT NULL for each RELAXED column a store made before still holds NOT NULL (a metadata
+    change on both engines; the rows stay), in the caller's transaction; what was relaxed."""
+    inspector = sa.inspect(conn)
+    relaxed = []
+    for table, name in RELAXED:
+        if not inspector.has_table(table.name):
+            continue
+        column = next((c for c in inspector.get_columns(table.name) if c["name"] == name), None)
+        if column is not None and not column.get("nullable", True):
+            conn.exec_driver_sql(f'ALTER TABLE {table.name} ALTER COLUMN "{name}" DROP NOT NULL')
+            relaxed.append(f"{table.name}.{name}")
+    return relaxed
+
+
+def _relaxed(conn: Connection) -> list[str]:
+    with conn.begin():
+        return relax_columns(conn)
+# --- end relaxed columns ---

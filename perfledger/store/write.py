@@ -174,6 +174,7 @@ def delete_run(engine: Engine, run_id: int) -> bool:
         conn.execute(sa.delete(schema.result).where(schema.result.c.run_id == run_id))
         conn.execute(sa.delete(schema.step).where(schema.step.c.run_id == run_id))
         conn.execute(sa.update(schema.outcome).where(schema.outcome.c.run_id == run_id).values(run_id=None))
+        conn.execute(sa.delete(schema.correction).where(schema.correction.c.run_id == run_id))
         gone = conn.execute(sa.delete(schema.run).where(schema.run.c.id == run_id)).rowcount
     return bool(gone)
 

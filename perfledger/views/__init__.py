@@ -29,6 +29,8 @@ from perfledger.views import (
     sources,
     speedups,
     time_to_train,
+    verdict,
+    verdict_text,
 )
 from perfledger.views._shared import FORMULA_NAMES, METRIC_LABELS, TFLOPS_METRIC, TOKEN_METRIC, unknown_ids
 from perfledger.views.accelerators import NORM_LABELS, AcceleratorView
@@ -49,16 +51,9 @@ from perfledger.views.output import (
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
-from perfledger.views.runs import (
-    RunsView,
-    config_diff,
-    launches,
-    nearest_claims,
-    not_steady,
-    printed_vs_recomputed,
-    run_steps,
-    run_summary,
-)
+from perfledger.views.run_diff import config_diff
+from perfledger.views.run_figures import nearest_claims, printed_vs_recomputed
+from perfledger.views.runs import RunsView, launches, not_steady, run_steps, run_summary
 from perfledger.views.scaling import ScalingView, rows_of_kind
 from perfledger.views.sources import SourcesView, source_row
 from perfledger.views.speedups import PRESET_LABELS, SPEEDUP_PRESETS, SpeedupView, caveat_list
@@ -154,6 +149,8 @@ __all__ = [
     "table_file_name",
     "time_to_train",
     "unknown_in",
+    "verdict",
     "verdict_counts",
+    "verdict_text",
     "with_input_rows",
 ]

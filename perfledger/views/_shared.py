@@ -6,18 +6,17 @@ from typing import Any
 
 import polars as pl
 
+from perfledger import names
 from perfledger.calc import flops
+from perfledger.vocabulary import Metric
 
 FORMULA_NAMES = tuple(flops.FORMULAS)
-TOKEN_METRIC = "tokens_per_s_per_device"
-TFLOPS_METRIC = "model_tflops_per_device"
+TOKEN_METRIC = Metric.TOKENS_PER_S_PER_DEVICE.value
+TFLOPS_METRIC = Metric.MODEL_TFLOPS_PER_DEVICE.value
 
-METRIC_LABELS = {
-    TOKEN_METRIC: "tokens/s/device",
-    "tokens_per_s": "tokens/s (all devices)",
-    TFLOPS_METRIC: "model TFLOP/s/device",
-    "mfu": "MFU",
-}
+# The metrics a comparing page offers, under their display names (perfledger.names).
+METRIC_LABELS = {m.value: names.metric_name(m) for m in (Metric.TOKENS_PER_S_PER_DEVICE, Metric.TOKENS_PER_S,
+                                                         Metric.MODEL_TFLOPS_PER_DEVICE, Metric.MFU)}
 
 
 def si(x: float) -> str:

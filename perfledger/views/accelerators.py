@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger import urlstate as u
 from perfledger.calc import flops, metrics
-from perfledger.calc.normalise import NORMALIZATIONS, Basis, measured_precision, normalised, vs_measured
+from perfledger.calc.normalise import NORMALIZATIONS, RL_STEP, Basis, measured_precision, normalised, vs_measured
 from perfledger.views import hardware
 from perfledger.views._shared import (
     ALL_WORKLOADS,
@@ -140,7 +140,7 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
         out.append({
             "accelerator": r["accelerator_id"], "accelerator name": r["accelerator_name"] or r["accelerator_as_printed"],
             "model": r["model_id"], "devices": r["n_devices"], "precision": r["precision"], "framework": r["framework"],
-            "workload": r["workload"], "warning": warnings.get(tuple(r[k] for k in WARNING_KEYS)),
+            "workload": r["workload"], "warning": _warning(warnings.get(tuple(r[k] for k in WARNING_KEYS)), r),
             "metric": r["metric"], "value": r["value"], "unit": r["unit"], "normalized": n.value,
             "normalized unit": n.unit, "peak TFLOPS used": n.peak, "measured matmul TFLOPS": achievable,
             "MFU vs measured peak": vs_measured(n.value, n.peak, achievable) if state.norm == "mfu" else None,
@@ -148,6 +148,13 @@ def _compare(state: AcceleratorView, engine: Engine) -> pl.DataFrame:
         })
     return reading_order(frame_of(out, ACCEL_SCHEMA).sort(["model", "normalized"], descending=[False, True],
                                                           nulls_last=True), COMPARE_FIRST)
+
+
+def _warning(audit: str | None, row: dict[str, Any]) -> str | None:
+    """The audit's warning, and for an RL post-training row (listed beside others only with w=all) what its
+    throughput is."""
+    rl = f"{RL_STEP}: not comparable with pretraining rows" if row.get("workload") == "rlhf" else None
+    return "; ".join(w for w in (rl, audit) if w) or None
 
 
 FORMULAS: tuple[Callable[..., Any], ...] = (

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import audit, audit_mfu, audit_scaling, audit_time, flops, metrics, pairing
+from perfledger.calc import audit, audit_mfu, audit_relations, audit_scaling, audit_time, flops, metrics, pairing
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS, CatalogRef
 from perfledger.views.remembered import by_content, until_written
 
@@ -20,7 +20,7 @@ VERDICTS = audit.VERDICTS
 # the baseline a speedup's device count.
 AUDITED_METRICS = {audit.CLAIM_METRIC, audit.THROUGHPUT_METRIC, *audit_mfu.CLAIM_METRICS, *audit_time.CLAIM_METRICS,
                    *audit_time.BASIS_METRICS, *audit_scaling.CLAIM_METRICS, *audit_scaling.THROUGHPUT_METRICS,
-                   pairing.STEP_TIME_METRIC}  # a row's step time gives its throughput (derived)
+                   *audit_relations.CLAIM_METRICS}  # a row's step time gives its throughput (derived)
 INPUT_COLUMNS = (*audit.INPUT_COLUMNS, "note", "baseline")
 
 
@@ -62,7 +62,7 @@ SHOWN_FIRST = ("claim_id", "metric", "reported", "recomputed", "rel_diff", "verd
 def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     """perfledger.calc.audit over every stored claim, then the page's filters; the CLI's `audit` is this."""
     rows = store.results(engine, metric=sorted(AUDITED_METRICS), columns=INPUT_COLUMNS)
-    frame = _audited(rows, *store.catalog(engine), state.rule())
+    frame = _audited(rows, *store.catalog(engine), state.rule(), source_texts(engine))
     if state.workload != ALL_WORKLOADS:
         frame = frame.filter(pl.col("workload") == state.workload)
     if state.models:
@@ -74,26 +74,45 @@ def table(state: AuditView, engine: Engine) -> pl.DataFrame:
     return frame.sort(list(ORDER), nulls_last=True, maintain_order=True)
 
 
+def source_texts(engine: Engine) -> pl.DataFrame:
+    """Each source's id and the text a publisher's own relation is matched in (id, title, URL)."""
+    sources = store.sources(engine)
+    return sources.select("id", text=pl.concat_str([pl.col(c).fill_null("") for c in ("id", "title", "url")],
+                                                   separator=" "))
+
+
 @by_content(keep=4)
 def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFrame,
-             rule: audit.AuditRule) -> pl.DataFrame:
+             rule: audit.AuditRule, sources: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every claim among `rows` audited, unfiltered and unsorted."""
     catalog = (models, accelerators)
+    texts = dict(sources.iter_rows()) if sources is not None else {}
     tflops = audit.audit_claims(rows, *catalog, rule)
     tflops = tflops.with_columns(  # the TFLOPS audit names its other formula in the explanation
         convention=pl.when(pl.col("verdict") == "consistent").then(pl.lit("default")).otherwise(pl.lit(None)),
-        reason=pl.when(pl.col("verdict") == "consistent").then(pl.lit(None))
+        reason=pl.when(pl.col("verdict") == "consistent").then(  # consistent, but say what it assumed
+            pl.when(pl.col("explanation").fill_null("").str.contains(" assumed: ")).then(pl.col("explanation")))
         .when(pl.col("explanation").fill_null("") != "").then(pl.col("explanation"))
         .when(pl.col("recomputed").is_not_null()).then(pl.format(
             "recomputed {} TFLOP/s from its tokens/s, {} off the claimed {}, and no other FLOPs formula comes "
             "within the tolerance", pl.col("recomputed").round(1), (pl.col("rel_diff") * 100).round(1).cast(pl.String)
             + "%", pl.col("reported")))
-        .otherwise(pl.lit("no tokens/s row, model shape or peak to recompute it from")))
+        .otherwise(pl.lit("no tokens/s row, model shape or peak to recompute it from")),
+        relation=_tflops_relation(tflops, models))
     columns: Any = audit_mfu.AUDIT_COLUMNS
     return pl.concat([tflops.select(list(columns)).cast(columns),
                       audit_mfu.audit_utilization(rows, *catalog, rule),
                       audit_time.audit_time_to_train(rows, *catalog, rule),
-                      audit_scaling.audit_scaling(rows, rule)], how="vertical")
+                      audit_scaling.audit_scaling(rows, rule),
+                      audit_relations.audit_relations(rows, rule, texts)], how="vertical")
+
+
+def _tflops_relation(tflops: pl.DataFrame, models: pl.DataFrame) -> pl.Series:
+    """The relation a TFLOPS claim is checked by, naming the model shape it used and where that shape comes from."""
+    shapes = dict(models.select("id", "source_id").iter_rows()) if "source_id" in models.columns else {}
+    named = [f"{audit.RELATION} ({m} shape from {shapes.get(m) or 'the catalog'})" if m else audit.RELATION
+             for m in tflops["model_id"].to_list()]
+    return pl.Series("relation", named, dtype=pl.String)
 
 
 ORDER = ("verdict", "source_id", "model_id", "n_devices")  # the table's rows, sorted stably
@@ -104,6 +123,13 @@ def with_input_rows(table_frame: pl.DataFrame) -> pl.DataFrame:
     source's rows on the Sources page, where the result ids of `inputs` are listed), empty when it used none."""
     first = [next(iter(pairing.input_refs(text)), (None, None))[1] for text in table_frame["inputs"].to_list()]
     return table_frame.with_columns(pl.Series("input_source", first, dtype=pl.String))
+
+
+def to_resolve(engine: Engine) -> pl.DataFrame:
+    """The cells and names imports could not read yet, each once with its rows and the command that answers it
+    (store.to_resolve; `python -m perfledger resolve list` prints the same): a section under the audit, since an
+    unread unit or name is a figure the audit cannot check yet."""
+    return store.to_resolve(engine)
 
 
 def verdict_counts(table_frame: pl.DataFrame) -> dict[str, int]:

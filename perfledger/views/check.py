@@ -1,6 +1,10 @@
 """A run against its configuration's recent history (or against one named run): which steady-state figures moved,
 by how much, against which runs. `python -m perfledger check` prints it; the History page flags by the same rule
-(perfledger.calc.changepoints.worse_than_before)."""
+(perfledger.calc.changepoints.worse_than_before).
+
+Like for like: a run is judged only against runs of the same model, accelerator, devices, precision and workload
+(its History configuration); a named run that differs in any of them is refused with what differs, unless asked
+(`mixed`), and then every difference is named beside the result. An MLPerf result is judged on its time to train."""
 
 from __future__ import annotations
 
@@ -11,10 +15,19 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
+from perfledger import store
 from perfledger.calc.changepoints import worse_by
 from perfledger.errors import InvalidInput
 from perfledger.store.history import runs_to_check
-from perfledger.views.history import DEFAULT_THRESHOLD_PCT, DEFAULT_WINDOW, HIGHER_IS_BETTER, METRICS, series_rows
+from perfledger.views.history import (
+    DEFAULT_THRESHOLD_PCT,
+    DEFAULT_WINDOW,
+    HIGHER_IS_BETTER,
+    JUDGED_ON,
+    METRICS,
+    series_rows,
+)
+from perfledger.views.verdict import unlike
 
 HISTORY = "history"
 
@@ -39,14 +52,20 @@ class RunCheck:
     configuration: str
     figures: tuple[FigureCheck, ...]
     note: str = ""  # why nothing was compared, when nothing was
+    differences: tuple[str, ...] = ()  # against a named run of another setup (asked for): what differs
 
     @property
     def regressed(self) -> bool:
         return any(f.regressed for f in self.figures)
 
+    @property
+    def compared(self) -> bool:
+        return bool(self.figures)
+
     def as_json(self) -> dict[str, Any]:
         return {"run": self.run_id, "configuration": self.configuration, "regressed": self.regressed,
-                "figures": [f.as_json() for f in self.figures], "note": self.note}
+                "compared": self.compared, "figures": [f.as_json() for f in self.figures], "note": self.note,
+                "differences": list(self.differences)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,24 +87,41 @@ class CheckReport:
 
 
 def check(engine: Engine, target: str, *, against: str = HISTORY, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-          window: int = DEFAULT_WINDOW) -> CheckReport:
+          window: int = DEFAULT_WINDOW, mixed: bool = False) -> CheckReport:
     """Each run `target` names, judged figure by figure against the median of the `window` runs of its
-    configuration dated before it (or against the run `against`): regressed when worse by more than the threshold."""
+    configuration dated before it (or against the run `against`, of the same setup unless `mixed`): regressed when
+    worse by more than the threshold."""
     if not 0 <= threshold_pct <= 100 or window < 1:
         raise InvalidInput(f"the threshold is a percentage from 0 to 100 and the window at least 1 run; "
                            f"got {threshold_pct:g} and {window}")
     run_ids = runs_to_check(engine, target)
     rows = series_rows(engine)
     baseline_run = None if against == HISTORY else runs_to_check(engine, against)[0]
+    differ = {r: _unlike(engine, r, baseline_run, mixed) for r in run_ids} if baseline_run is not None else {}
     if len(run_ids) == 1:
-        runs: tuple[RunCheck, ...] = (_check_run(rows, run_ids[0], baseline_run, threshold_pct / 100, window),)
+        runs: tuple[RunCheck, ...] = (_check_run(rows, run_ids[0], baseline_run, threshold_pct / 100, window,
+                                                 differ.get(run_ids[0], ())),)
     else:  # a campaign: a run with no steady-state figure (a failed attempt) is reported, not fatal
-        runs = tuple(_check_run_or_note(rows, run_id, baseline_run, threshold_pct / 100, window) for run_id in run_ids)
+        runs = tuple(_check_run_or_note(rows, run_id, baseline_run, threshold_pct / 100, window,
+                                        differ.get(run_id, ())) for run_id in run_ids)
     return CheckReport(target, against, threshold_pct, window, runs)
 
 
+def _unlike(engine: Engine, run_id: int, baseline_run: int, mixed: bool) -> tuple[str, ...]:
+    """What differs between a run and the run named as its baseline (model, accelerator, devices, precision,
+    workload); InvalidInput saying it unless `mixed`."""
+    first, second = store.run(engine, run_id), store.run(engine, baseline_run)
+    if first is None or second is None:
+        return ()
+    differ = tuple(unlike(first, second))
+    if differ and not mixed:
+        raise InvalidInput(f"run {run_id} and run {baseline_run} are not like for like ({'; '.join(differ)}): "
+                           "nothing compared; pass --mixed to compare them anyway, every difference named")
+    return differ
+
+
 def _check_run(rows: pl.DataFrame, run_id: int, baseline_run: int | None, threshold: float,
-               window: int) -> RunCheck:
+               window: int, differences: tuple[str, ...] = ()) -> RunCheck:
     own = rows.filter(pl.col("run_id") == run_id)
     if own.height == 0:
         raise InvalidInput(f"run {run_id} has no steady-state figure to check ({', '.join(METRICS)})")
@@ -94,16 +130,18 @@ def _check_run(rows: pl.DataFrame, run_id: int, baseline_run: int | None, thresh
         base = rows.filter(pl.col("run_id") == baseline_run)
     else:
         base = _runs_before(rows, first, window)
-    figures = tuple(f for metric in METRICS if (f := _figure(own, base, metric, threshold)) is not None)
-    note = "" if figures else (f"no run of {first['configuration']} dated before this one: nothing to compare"
-                               if baseline_run is None else f"run {baseline_run} has none of this run's figures")
-    return RunCheck(run_id, first["configuration"], figures, note)
+    metrics = JUDGED_ON.get(first.get("format") or "", METRICS)
+    figures = tuple(f for metric in metrics if (f := _figure(own, base, metric, threshold)) is not None)
+    named = first["configuration"] or "configuration unstated"
+    note = "" if figures else (f"no run of {named} dated before this one" if baseline_run is None
+                               else f"run {baseline_run} has none of this run's figures ({', '.join(metrics)})")
+    return RunCheck(run_id, first["configuration"], figures, note, differences)
 
 
 def _check_run_or_note(rows: pl.DataFrame, run_id: int, baseline_run: int | None, threshold: float,
-                       window: int) -> RunCheck:
+                       window: int, differences: tuple[str, ...] = ()) -> RunCheck:
     try:
-        return _check_run(rows, run_id, baseline_run, threshold, window)
+        return _check_run(rows, run_id, baseline_run, threshold, window, differences)
     except InvalidInput as refused:
         return RunCheck(run_id, "", (), str(refused))
 

@@ -11,24 +11,27 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
+from perfledger import names
 from perfledger import urlstate as u
 from perfledger.calc import changepoints
-from perfledger.store.history import published_figures, run_figures
+from perfledger.store.history import CONFIG_COLUMNS, published_figures, run_figures
 
 # The figures a history follows, each with its direction.
 HIGHER_IS_BETTER = {"tokens_per_s_per_device": True, "step_time_s": False, "mfu": True,
-                    "model_tflops_per_device": True}
+                    "model_tflops_per_device": True, "time_to_train_s": False}
 METRICS = tuple(HIGHER_IS_BETTER)
-METRIC_LABELS = {"tokens_per_s_per_device": "Throughput (tokens/s/device)", "step_time_s": "Step time (s)",
-                 "mfu": "MFU", "model_tflops_per_device": "Model TFLOP/s/device"}
+METRIC_LABELS = {m: names.metric_title(m) for m in METRICS}  # each with the unit it reads in: "MFU (%)"
 AXES = ("date", "version")
 FROM_LOG, FROM_INGEST = "log", "ingest (the log printed no date)"
 DEFAULT_THRESHOLD_PCT = 2.0
 DEFAULT_WINDOW = 5
 # A run's own figure before the one its log printed: measured or derived from its steps, then the log's.
 _EVIDENCE_ORDER = {"measured": 0, "derived": 1, "reported": 2}
-# The columns that name a configuration; "layout" is built from the parallelism columns.
-KEY_COLUMNS = ("model", "accelerator", "devices", "precision", "layout", "framework")
+# The columns that name a configuration (like for like: model, accelerator, devices, precision and workload, and the
+# layout and framework); "layout" is built from the parallelism columns.
+KEY_COLUMNS = ("model", "accelerator", "devices", "precision", "workload", "layout", "framework")
+# An MLPerf result is judged on its time to train alone (MLPerf's own figure)
+JUDGED_ON = {"mlperf": ("time_to_train_s",)}
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class HistoryView:
     accelerator: str = u.key("a", "")
     devices: int = u.key("n", 0, low=0, high=1_000_000, label="devices (0: any)")
     precision: str = u.key("p", "")
+    workload: str = u.key("wl", "")
     layout: str = u.key("l", "")
     framework: str = u.key("f", "")
     metric: str = u.key("y", "tokens_per_s_per_device", choices=METRICS)
@@ -49,10 +53,11 @@ class HistoryView:
     problems: tuple[str, ...] = u.problems_field()
 
     def describe(self) -> str:
-        picked = [str(v) for v in (self.model, self.accelerator, self.devices or "", self.precision, self.layout,
-                                   self.framework) if v]
+        picked = [str(v) for v in (self.model, self.accelerator, self.devices or "", self.precision, self.workload,
+                                   self.layout, self.framework) if v]
         scope = " · ".join(picked) if picked else "every configuration"
-        return (f"{METRIC_LABELS[self.metric]} over time for {scope}; a run more than {self.threshold:g}% worse than "
+        label = METRIC_LABELS[self.metric]
+        return (f"{label[:1].upper()}{label[1:]} over time for {scope}; a run more than {self.threshold:g}% worse than "
                 f"the median of the {self.window} runs before it is flagged")
 
 
@@ -63,7 +68,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "regression": pl.Boolean(), "level": pl.Float64(), "change point": pl.Boolean(), "reference": pl.Float64(),
     "reference source": pl.String(), "of reference": pl.Float64(), "reference line": pl.Float64(),
     "below reference line": pl.Boolean(), "model": pl.String(), "accelerator": pl.String(), "devices": pl.Int64(),
-    "precision": pl.String(), "layout": pl.String(), "framework": pl.String(), "result id": pl.Int64(),
+    "precision": pl.String(), "workload": pl.String(), "layout": pl.String(), "framework": pl.String(),
+    "result id": pl.Int64(),
 }
 
 
@@ -76,16 +82,24 @@ def _layout() -> pl.Expr:
 def series_rows(engine: Engine, metrics: tuple[str, ...] = METRICS, run_ids: list[int] | None = None) -> pl.DataFrame:
     """One row per run and metric (the run's own figure before the one its log printed), with its configuration
     named and dated (the log's date, else the ingest date, and which)."""
-    rows = run_figures(engine, metrics, run_ids=run_ids)
+    rows = _run_identity(run_figures(engine, metrics, run_ids=run_ids))
     rank = pl.col("evidence").replace_strict(_EVIDENCE_ORDER, default=3)
     return (rows.sort([rank, "id"]).unique(["run_id", "metric"], keep="first", maintain_order=True)
             .with_columns(model=pl.col("model_id").fill_null(""), accelerator=pl.col("accelerator_id").fill_null(""),
                           devices=pl.col("n_devices"), precision=pl.col("precision").fill_null(""),
+                          workload=pl.col("workload").fill_null(""),
                           layout=_layout(), framework=pl.col("framework").fill_null(""),
                           date=pl.coalesce("ran_at", "ingested_at"),
                           **{"date from": pl.when(pl.col("ran_at").is_null()).then(pl.lit(FROM_INGEST))
                              .otherwise(pl.lit(FROM_LOG))})
             .with_columns(configuration=_configuration()))
+
+
+def _run_identity(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each figure with its run's identity: a column a row leaves empty (an MLPerf result's time to train states no
+    accelerator or devices) taken from the run's other rows, so that all of one run's figures are one configuration."""
+    return rows.with_columns(pl.col(c).fill_null(pl.col(c).drop_nulls().first().over("run_id"))
+                             for c in CONFIG_COLUMNS if c in rows.columns)
 
 
 def _configuration() -> pl.Expr:
@@ -95,7 +109,7 @@ def _configuration() -> pl.Expr:
 
 def _selected(rows: pl.DataFrame, state: HistoryView) -> pl.DataFrame:
     wanted = {"model": state.model, "accelerator": state.accelerator, "precision": state.precision,
-              "layout": state.layout, "framework": state.framework}
+              "workload": state.workload, "layout": state.layout, "framework": state.framework}
     rows = rows.filter(pl.col("metric") == state.metric, *[pl.col(c) == v for c, v in wanted.items() if v])
     return rows.filter(pl.col("devices") == state.devices) if state.devices else rows
 
@@ -126,14 +140,15 @@ def _judged(series: pl.DataFrame, state: HistoryView) -> pl.DataFrame:
 
 
 def vendor_references(engine: Engine, metric: str) -> pl.DataFrame:
-    """Per model, accelerator, devices and precision: the best figure of the newest source (by its date) that
-    published one; a source that lists variants of a configuration (FP8 recipes, say) is held to its best."""
+    """Per model, accelerator, devices, precision and workload: the best figure of the newest source (by its date)
+    that published one; a source that lists variants of a configuration (FP8 recipes, say) is held to its best."""
     best_first = HIGHER_IS_BETTER[metric]
     return (published_figures(engine, metric)
             .sort(["source_date", "value", "id"], descending=[True, best_first, True], nulls_last=True)
-            .unique(["model_id", "accelerator_id", "n_devices", "precision"], keep="first")
+            .with_columns(pl.col("workload").fill_null(""))
+            .unique(["model_id", "accelerator_id", "n_devices", "precision", "workload"], keep="first")
             .select(model="model_id", accelerator="accelerator_id", devices="n_devices", precision="precision",
-                    reference="value", **{"reference source": "source_id"}))
+                    workload="workload", reference="value", **{"reference source": "source_id"}))
 
 
 def table(state: HistoryView, engine: Engine) -> pl.DataFrame:
@@ -142,7 +157,8 @@ def table(state: HistoryView, engine: Engine) -> pl.DataFrame:
         return pl.DataFrame(schema=SCHEMA)
     judged = pl.concat([_judged(part, state) for part in rows.partition_by("configuration", maintain_order=True)])
     refs = vendor_references(engine, state.metric)
-    out = judged.join(refs, on=["model", "accelerator", "devices", "precision"], how="left", nulls_equal=True)
+    out = judged.join(refs, on=["model", "accelerator", "devices", "precision", "workload"], how="left",
+                      nulls_equal=True)
     line = pl.col("reference") * state.reference / 100 if state.reference else pl.lit(None, pl.Float64)
     worse_than_line = (pl.col("value") > pl.col("reference line")) if not HIGHER_IS_BETTER[state.metric] \
         else (pl.col("value") < pl.col("reference line"))
@@ -150,6 +166,16 @@ def table(state: HistoryView, engine: Engine) -> pl.DataFrame:
     out = out.with_columns(worse_than_line.alias("below reference line"))
     return out.rename({"run_id": "run id", "file_name": "file", "framework_version": "framework version",
                        "id": "result id"}).select(list(SCHEMA)).cast(SCHEMA)  # type: ignore[arg-type]
+
+
+def filters_label(state: HistoryView) -> str:
+    """The folded configuration and rule, said on their fold: "Configuration: any · regression: 2% worse than the
+    median of the 5 runs before"."""
+    picked = [str(v) for v in (state.model, state.accelerator, state.devices or "", state.precision, state.workload,
+                               state.layout, state.framework) if v]
+    reference = f" · reference line at {state.reference:g}% of the vendor's figure" if state.reference else ""
+    return (f"Configuration: {' · '.join(picked) or 'any'} · regression: {state.threshold:g}% worse than the median "
+            f"of the {state.window} runs before{reference}")
 
 
 def undated(table_frame: pl.DataFrame) -> int:

@@ -25,7 +25,7 @@ from perfledger.views.remembered import until_written
 # Above this many steps a run page reads the run in streaming passes rather than whole (a run of 500,000 steps
 # read whole is about 60 MB; the streaming passes cost a few seconds more than a read of a short run).
 LONG_RUN_STEPS = 500_000
-DRAWN_SLICES = 2_000  # perfledger.charts.STEP_BUCKETS: each chart's slices, a lowest and a highest row each
+DRAWN_SLICES = 2_000  # perfledger.step_charts.STEP_BUCKETS: each chart's slices, a lowest and a highest row each
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ def _drawn_rows(files: Sequence[Path], launch: int | None, phase: pl.Expr,
 
 
 def _extremes(rows: pl.DataFrame, columns: Sequence[str], slices: pl.Expr) -> pl.DataFrame:
-    """The rows holding the lowest and the highest value of each column in each slice and phase (charts.envelope's
+    """The rows holding the lowest and the highest value of each column in each slice and phase (step_charts.envelope's
     choice, on the run's own slices), in their order."""
     sliced = rows.with_columns(slices)
     picked = [sliced.filter(pl.col(c).cast(pl.Float64).fill_nan(None).is_not_null()).group_by("_slice", "phase")

@@ -35,7 +35,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String(), "workload": pl.String(), "seq len": pl.Int64(), "accelerator": pl.String(),
     "devices": pl.Int64(), "status": pl.String(), "file": pl.String(), "result id": pl.Int64(),
 }
-# What a 1440px screen shows first: the benchmark and its score, who ran it on what, and the run it came from.
+# What a 1440px screen shows first: the benchmark and the time to train of this result file, who ran it on what, and the
+# run it came from.
 SHOWN_FIRST = ("benchmark", MINUTES, "submitter", "accelerator × count", "run", "system", "round", "division",
                "framework")
 
@@ -125,12 +126,11 @@ def result_row(row: RunRow, figures: Mapping[str, Any]) -> dict[str, Any]:
     """One MLPerf result as the table shows it."""
     m, c = meta(row), row.config
     seconds = figures.get(TTT_METRIC)
-    acc = c.get("accelerator") or c.get("accelerator_as_printed")
     devices = c.get("n_devices")
     return {
         "benchmark": c.get("model_as_printed"), MINUTES: metrics.minutes(seconds) if seconds else None,
         "submitter": m.get("submission_org"), "system": m.get("system_name") or m.get("submission_platform"),
-        "accelerator × count": (f"{acc} × {devices:,}" if devices else f"{acc} (count not stated)") if acc else None,
+        "accelerator × count": _accelerators(c.get("accelerator"), c.get("accelerator_as_printed"), devices),
         "round": round_of(row.file_name), "division": m.get("submission_division"), "framework": c.get("framework"),
         "run": row.id, DERIVED_TFLOPS: derived_tflops(c, row.summary, figures),
         DERIVED_TOKENS: per_device_tokens(c, figures),
@@ -138,6 +138,19 @@ def result_row(row: RunRow, figures: Mapping[str, Any]) -> dict[str, Any]:
         "accelerator": c.get("accelerator"), "devices": devices, "status": m.get("submission_status"),
         "file": row.file_name, "result id": figures.get("result id"),
     }
+
+
+def _accelerators(accelerator: str | None, printed: str | None, devices: int | None) -> str | None:
+    """Who ran on what, as the table says it: "h100-sxm × 512"; a name the catalog does not hold (a system's,
+    such as "gaudi-8") is quoted as printed beside the count, never read as the accelerator's name.
+
+    >>> _accelerators("h200", "NVIDIA H200", 8), _accelerators(None, "gaudi-8", 8)
+    ('h200 × 8', '8 devices · printed “gaudi-8”')
+    """
+    count = f"{devices:,} devices" if devices else "count not stated"
+    if accelerator:
+        return f"{accelerator} × {devices:,}" if devices else f"{accelerator} ({count})"
+    return f"{count} · printed “{printed}”" if printed else None
 
 
 def headline(engine: Engine, row: RunRow) -> dict[str, Any] | None:
@@ -162,7 +175,7 @@ def every_result(engine: Engine) -> pl.DataFrame:
 
 
 def table(state: MlperfView, engine: Engine) -> pl.DataFrame:
-    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then score."""
+    """Every stored MLPerf result (one row per result file), filtered as the state says, by benchmark then time to train."""
     frame = every_result(engine)
     for field, column in _FILTERS:
         chosen = getattr(state, field)

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
+from perfledger import names, numbers, store
 from perfledger.errors import InvalidQuery
 from perfledger.views.registry import state_from_query, table
 from perfledger.views.remembered import until_written
@@ -43,10 +43,11 @@ def spreadsheet_safe(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def render(frame: pl.DataFrame, fmt: Format = "csv") -> bytes:
-    """A table as CSV (Polars write_csv, text cells made spreadsheet-safe) or JSON records; exact bytes."""
+    """A table as CSV, as a reader reads it (display names, shares in %, every digit: perfledger.numbers; text cells
+    made spreadsheet-safe; a final newline), or as JSON records under the stored names and units; exact bytes."""
     if fmt == "csv":
         buffer = io.BytesIO()  # straight to bytes: write_csv() -> str -> encode() copied the file twice (1.7x)
-        spreadsheet_safe(frame).write_csv(buffer)
+        spreadsheet_safe(names.labelled(numbers.for_reading(frame))).write_csv(buffer)
         return buffer.getvalue()
     if fmt == "json":
         return (json.dumps(frame.to_dicts(), default=str, allow_nan=False, indent=1) + "\n").encode()
@@ -94,8 +95,13 @@ def chart_file_name(slug: str, chart: str, query: str, fmt: str) -> str:
 
 
 def export(slug: str, query: str, engine: Engine, fmt: Format = "csv") -> bytes:
-    """The page's table for a URL query string, rendered: `render(table(slug, state_from_query(...)))`."""
+    """The page's table for a URL query string, rendered: `render(table(slug, state_from_query(...)))`. A query
+    the page would explain and ignore a part of (an unknown key, a value out of range) is refused: InvalidQuery
+    with the page's sentences, for a script cannot read the warning a page shows."""
     state = state_from_query(slug, parse_qsl(query.lstrip("?"), keep_blank_values=True))
+    if state.problems:
+        said = " ".join(p[:1].lower() + p[1:] for p in state.problems)
+        raise InvalidQuery(f"nothing exported: the {slug} page would ignore part of this query ({said.rstrip('.')})")
     return render(table(slug, state, engine), fmt)
 
 

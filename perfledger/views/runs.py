@@ -3,7 +3,6 @@ for a run without steps); several runs overlaid on the same axes with their conf
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
+from perfledger import names, store
 from perfledger import urlstate as u
 from perfledger.calc import metrics, steady
 from perfledger.calc import steps as steps_calc
@@ -20,9 +19,22 @@ from perfledger.records import RunRow
 from perfledger.views import long_runs
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
 from perfledger.views.columns import reading_order
-from perfledger.views.upload import for_the_form
+from perfledger.views.run_figures import (  # noqa: F401  (the run page's figures, also read as runs.NAME)
+    CLAIM_COLUMNS,
+    CLAIM_METRICS,
+    CLAIMS_SCHEMA,
+    FIGURE_LABELS,
+    FIGURE_ORDER,
+    PRINTED_FIGURES,
+    PRINTED_SCHEMA,
+    nearest_claims,
+    printed_vs_recomputed,
+    run_figures,
+)
+from perfledger.vocabulary import Metric
 
 X_AXES = ("step", "tokens", "time")  # overlays by step, tokens seen or wall clock
+MFU, TTT_METRIC = Metric.MFU.value, Metric.TIME_TO_TRAIN_S.value
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,8 @@ class RunsView:
     last: int = u.key("w1", -1, low=-1)
     warmup_fraction: float = u.key("wf", 0.1, low=0.0, high=0.5)
     launch: int = u.key("launch", 0, low=0)  # 0: the launch the run is summarised over (its longest)
+    usd: float = u.key("usd", 0.0, low=0.0, high=1e6, label="price of a device-hour (USD)")  # goodput per dollar
+    log: bool = u.key("log", False, label="log scale")  # the per-step charts' y axes
     sort: str = u.sort_field()
     desc: bool = u.descending_field()
     problems: tuple[str, ...] = u.problems_field()
@@ -60,7 +74,8 @@ class RunsView:
 def table(state: RunsView, engine: Engine) -> pl.DataFrame:
     """The run list, or (with run=ID) the run's steps labelled warm-up / steady / stall with per-step figures."""
     if not state.run:
-        return runs_list(store.runs(engine))
+        times = store.results(engine, metric=TTT_METRIC, columns=("run_id", "value")).drop_nulls("run_id")
+        return runs_list(store.runs(engine), times)
     return run_steps(state, engine, state.run)
 
 
@@ -68,13 +83,17 @@ IMPORT_FORMATS = ("claims_csv",)  # a row created by one of these is an import o
 
 
 # The run list as a 1440px screen reads it: the run, what it trained on what, and its figures; details to the right.
-RUNS_FIRST = ("id", "file_name", "model", "accelerator", "n_devices", "tokens_per_s_per_device", "mfu",
-              "model_tflops_per_device", "format")
+RUNS_FIRST = ("id", "file_name", "model", "accelerator", "n_devices", TOKEN_METRIC, MFU, TFLOPS_METRIC, TTT_METRIC,
+              "format")
 
 
-def runs_list(frame: pl.DataFrame) -> pl.DataFrame:
-    """The run list without claim imports: those are listed as imports of their source on the Sources page."""
-    return reading_order(frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS))), RUNS_FIRST)
+def runs_list(frame: pl.DataFrame, times: pl.DataFrame) -> pl.DataFrame:
+    """The run list without claim imports (those are listed as imports of their source on the Sources page), with
+    each run's stored time to train (`times`: run_id, value): an MLPerf result has no steps, and that is its figure."""
+    timed = times.group_by("run_id").agg(pl.col("value").first().alias(TTT_METRIC)).rename({"run_id": "id"})
+    listed = frame.filter(~pl.col("format").is_in(list(IMPORT_FORMATS))).join(timed, on="id", how="left",
+                                                                                maintain_order="left")
+    return reading_order(listed, RUNS_FIRST)
 
 
 def imported(row: RunRow) -> bool:
@@ -83,8 +102,10 @@ def imported(row: RunRow) -> bool:
 
 
 def unlisted_note(engine: Engine, run_id: int) -> str:
-    """What a run id missing from the run list is: an import of published figures (InvalidQuery when no such run)."""
-    row = stored_run(engine, run_id)
+    """What a run id missing from the run list is: an import of published figures, or no run at all."""
+    row = store.run(engine, run_id)
+    if row is None:
+        return f"There is no run {run_id}: it was never ingested, or it was deleted. The runs stored are listed below."
     source = f" of source {row.source_id}" if row.source_id else ""
     return (f"Item {row.id} ({row.file_name}) is an import of published figures{source}, not a run: the Sources "
             "page lists it with its figures." if imported(row) else f"Run {row.id} is not in the run list.")
@@ -93,7 +114,7 @@ def unlisted_note(engine: Engine, run_id: int) -> str:
 def stored_run(engine: Engine, run_id: int) -> RunRow:
     row = store.run(engine, run_id)
     if row is None:
-        raise InvalidQuery(f"there is no run {run_id}; the Runs page lists the ingested runs")
+        raise InvalidQuery(f"there is no run {run_id}: it was never ingested, or it was deleted")
     return row
 
 
@@ -128,30 +149,6 @@ def launches(engine: Engine, run_id: int) -> pl.DataFrame:
     r = store.run(engine, run_id)
     rows = ((r.summary or {}).get("launches") or []) if r else []
     return pl.DataFrame([{k: row.get(k) for k in LAUNCH_SCHEMA} for row in rows], schema=LAUNCH_SCHEMA)
-
-
-PRINTED_FIGURES = (("tokens_per_s_per_device", "tokens/s/device"), ("tflops_per_device", "TFLOP/s/device"),
-                   ("mfu", "fraction"))
-PRINTED_SCHEMA = {"figure": pl.String(), "unit": pl.String(), "printed": pl.Float64(), "recomputed": pl.Float64(),
-                  "relative_difference": pl.Float64(), "convention": pl.String(), "printed_over": pl.String()}
-
-
-def printed_vs_recomputed(engine: Engine, run_id: int) -> pl.DataFrame:
-    """The log's own figures (median over the steady window, or printed once for the run: `printed_over` says
-    over what) beside the recomputed ones, with the relative difference (recomputed - printed) / printed and the
-    FLOPs convention that reproduces the printed TFLOP/s."""
-    r = store.run(engine, run_id)
-    summary = (r.summary or {}) if r else {}
-    reported = summary.get("reported") or {}
-    over = reported.get("printed_over") or {}
-    ours = {"tokens_per_s_per_device": summary.get("tokens_per_s_per_device"),
-            "tflops_per_device": summary.get("model_tflops_per_device"), "mfu": summary.get("mfu")}
-    rows = [{"figure": name, "unit": unit, "printed": reported[f"reported_{name}"], "recomputed": ours[name],
-             "relative_difference": reported.get(f"diff_{name}"),
-             "convention": (reported.get("explanation") if name == "tflops_per_device" else None),
-             "printed_over": over.get(name, "steady window, median of the per-step figure")}
-            for name, unit in PRINTED_FIGURES if reported.get(f"reported_{name}") is not None]
-    return pl.DataFrame(rows, schema=PRINTED_SCHEMA)
 
 
 def rlhf_parts(row: RunRow) -> str | None:
@@ -228,7 +225,7 @@ def steady_window(summary: steady.SteadyState | None) -> tuple[int, int] | None:
 
 # The header of a run: (label, config keys joined) in reading order.
 HEADER = (("model", ("model",)), ("accelerator", ("accelerator",)), ("devices", ("n_devices",)),
-          ("parallelism", ("tp", "pp", "dp", "cp", "ep")), ("global / micro batch", ("global_batch", "micro_batch")),
+          ("parallelism", ("tp", "pp", "dp", "cp", "ep")), ("batch (global/micro)", ("global_batch", "micro_batch")),
           ("precision", ("precision",)), ("seq len", ("seq_len",)), ("framework", ("framework", "framework_version")),
           ("workload", ("workload",)))
 
@@ -257,113 +254,24 @@ def _joined(config: dict[str, Any], keys: tuple[str, ...]) -> str:
     if all(v is None for v in values):
         return "—"
     text = [f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else ("—" if v is None else str(v)) for v in values]
-    return " / ".join(text) if keys[0] == "global_batch" else " ".join(t for t in text if t != "—")
-
-
-# Figures stored for a run, in the order a reader looks for them: time to train first.
-FIGURE_ORDER = ("time_to_train_s", "tokens_per_s", TOKEN_METRIC, "samples_per_s", TFLOPS_METRIC, "mfu",
-                "step_time_s", "matmul_tflops")
-FIGURE_LABELS = {"time_to_train_s": "time to train", "tokens_per_s": "tokens/s (all devices)",
-                 TOKEN_METRIC: "tokens/s per device", "samples_per_s": "samples/s", TFLOPS_METRIC: "model TFLOP/s/device",
-                 "mfu": "MFU", "step_time_s": "step time", "matmul_tflops": "matmul TFLOP/s"}
-
-
-def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
-    """The result rows a run produced (time to train first), each labelled with how it was obtained; for a run
-    that states its device count, tokens/s per device derived from its tokens/s is added and labelled so, and model
-    TFLOP/s per device from those tokens/s when the model and sequence length are known (views.mlperf)."""
-    from perfledger.views.mlperf import derived_tflops
-
-    rows = store.results(engine, run_id=row.id, columns=["metric", "value", "unit", "evidence", "precision",
-                                                         "n_devices", "note"])
-    devices = row.config.get("n_devices")
-    if devices and TOKEN_METRIC not in rows["metric"].to_list():
-        per_device = rows.filter(pl.col("metric") == "tokens_per_s").with_columns(
-            pl.lit(TOKEN_METRIC).alias("metric"), pl.col("value") / devices, pl.lit("tokens/s/device").alias("unit"),
-            pl.lit("derived").alias("evidence"), pl.lit(f"tokens/s (all devices) / {devices} devices").alias("note"))
-        rows = pl.concat([rows, per_device])
-    stored = dict(zip(rows["metric"].to_list(), rows["value"].to_list(), strict=True))
-    tflops = derived_tflops(row.config, row.summary, stored) if TFLOPS_METRIC not in stored else None
-    if tflops is not None:
-        fpt = float((row.summary or {})["flops_per_token"])
-        rows = pl.concat([rows, pl.DataFrame([{
-            "metric": TFLOPS_METRIC, "value": tflops, "unit": "TFLOP/s/device", "evidence": "derived",
-            "precision": row.config.get("precision"), "n_devices": devices,
-            "note": f"tokens/s/device x {fpt / 1e9:,.1f} GFLOP/token ({row.config.get('model')} at seq len "
-                    f"{row.config.get('seq_len'):,}) / 1e12"}], schema=rows.schema)])
-    rank = {m: i for i, m in enumerate(FIGURE_ORDER)}
-    return rows.with_columns(  # a derived figure to 6 significant digits, as recomputed ones: not 772.9050683075516
-        pl.when(pl.col("evidence") == "derived").then(pl.col("value").round_sig_figs(6)).otherwise(pl.col("value")),
-        pl.col("metric").replace_strict(FIGURE_LABELS, default=pl.col("metric")).alias("figure"),
-        pl.col("metric").replace_strict(rank, default=len(rank)).alias("_rank"),
-    ).sort("_rank", maintain_order=True).select("figure", "value", "unit", "evidence", "precision", "n_devices", "note")
+    return "\u00a0/\u00a0".join(text) if keys[0] == "global_batch" else " ".join(t for t in text if t != "—")
 
 
 def overlay_steps(state: RunsView, engine: Engine, main: pl.DataFrame) -> pl.DataFrame:
     """The run's steps and those of each compared run stacked, each labelled "#ID file", for charts by step or
     by tokens seen (each run's own steady rule is the default one unless it is the run shown)."""
-    frames = [main.with_columns(pl.lit(_label(stored_run(engine, state.run))).alias("run"))]
+    frames = [main.with_columns(pl.lit(run_label(stored_run(engine, state.run))).alias("run"))]
     for other in state.compared():
         steps = run_steps(RunsView(run=other), engine, other)
-        frames.append(steps.with_columns(pl.lit(_label(stored_run(engine, other))).alias("run")))
+        frames.append(steps.with_columns(pl.lit(run_label(stored_run(engine, other))).alias("run")))
     return pl.concat(frames, how="diagonal_relaxed")
 
 
-def _label(row: RunRow) -> str:
+def run_label(row: RunRow) -> str:
+    """A run as the overlaid charts name it: "#4 file.log"."""
     return f"#{row.id} {row.file_name}"
 
 
-def config_diff(engine: Engine, *run_ids: int) -> pl.DataFrame:
-    """Config keys (and steady-state summary figures) across runs, one column per run; `differs` marks the keys
-    whose values are not all the same, listed first."""
-    rows = [stored_run(engine, i) for i in run_ids]
-    flat = [{**{f"config.{k}": v for k, v in r.config.items()},
-             **{f"summary.{k}": v for k, v in (r.summary or {}).items()}} for r in rows]
-    keys = sorted(set().union(*flat)) if flat else []
-    columns = [f"run {i}" for i in run_ids]
-    data = [{"key": k, **{c: _text(f.get(k)) for c, f in zip(columns, flat, strict=True)},
-             "differs": len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flat}) > 1} for k in keys]
-    schema = {"key": pl.String(), **{c: pl.String() for c in columns}, "differs": pl.Boolean()}
-    return pl.DataFrame(data, schema=schema).sort("differs", descending=True, maintain_order=True)  # what moved on top
-
-
-def _text(v: Any) -> str | None:
-    """A config or summary value as the diff shows it; a stored reason's command-line advice ("pass --model")
-    read as the upload form's selectors."""
-    if isinstance(v, float):  # a computed summary figure to 6 significant digits, not 0.005802446394482372
-        v = float(f"{v:.6g}")
-    return None if v is None else for_the_form(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
-
-
-CLAIM_METRICS = (TOKEN_METRIC, TFLOPS_METRIC, "mfu")
-CLAIM_COLUMNS = ("id", "metric", "value", "unit", "n_devices", "precision", "framework", "workload", "source_id")  # of 39
-CLAIMS_SCHEMA: dict[str, pl.DataType] = {
-    "figure from": pl.String(), "metric": pl.String(), "value": pl.Float64(), "unit": pl.String(),
-    "n_devices": pl.Int64(), "precision": pl.String(), "framework": pl.String(), "workload": pl.String(),
-    "source_id": pl.String(), "result id": pl.Int64()}
-
-
-def nearest_claims(engine: Engine, run_id: int) -> pl.DataFrame:
-    """Published tokens/s/device, TFLOPS and MFU rows for the run's model, accelerator and workload (a fine-tuning
-    run is not set beside pretraining claims), after the run's own figures of those metrics (derived ones marked)."""
-    with store.reading():  # one connection for its three reads
-        r = store.run(engine, run_id)
-        if r is None or not r.config.get("model") or not r.config.get("accelerator"):
-            return pl.DataFrame(schema=CLAIMS_SCHEMA)
-        workload = r.config.get("workload")
-        published = store.results(engine, metric=list(CLAIM_METRICS), model_ids=[str(r.config["model"])],
-                                  accelerator_ids=[str(r.config["accelerator"])], workload=workload, published=True,
-                                  columns=CLAIM_COLUMNS).select(
-            pl.lit("published").alias("figure from"), "metric", "value", "unit", "n_devices", "precision", "framework",
-            "workload", "source_id", pl.col("id").alias("result id"))
-        own = run_figures(engine, r).filter(pl.col("figure").is_in([FIGURE_LABELS[m] for m in CLAIM_METRICS]))
-        mine = own.select(
-            pl.format("this run ({})", pl.col("evidence")).alias("figure from"),
-            pl.col("figure").replace_strict({FIGURE_LABELS[m]: m for m in CLAIM_METRICS}).alias("metric"),
-            "value", "unit", "n_devices", "precision", pl.lit(r.config.get("framework")).alias("framework"),
-            pl.lit(workload).alias("workload"), pl.lit(None, pl.String).alias("source_id"),
-            pl.lit(None, pl.Int64).alias("result id"))
-        return pl.concat([mine.cast(CLAIMS_SCHEMA), published.cast(CLAIMS_SCHEMA)])  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -374,17 +282,15 @@ class StepChart:
     title: str
     axis: str
     printed: str | None = None
-    fmt: str = ",.4g"
+    steady: bool = True  # a figure with a steady level (its axis spans the steady window); not a loss
 
 
 STEP_CHARTS = (
-    StepChart("tokens_per_s_per_device", "Tokens/s per device", "tokens/s per device",
-              "reported_tokens_per_s_per_device", ",.0f"),
-    StepChart("model_tflops_per_device", "Model TFLOP/s per device", "TFLOP/s per device",
-              "reported_tflops_per_device", ",.1f"),
-    StepChart("mfu", "MFU (of the dense peak)", "MFU (%)", "reported_mfu", ".1%"),
-    StepChart("loss", "Loss", "loss", None, ",.3f"),
-    StepChart("step_time_s", "Step time", "step time (s)", None, ",.3f"),
+    StepChart(TOKEN_METRIC, "Tokens/s per device", names.metric_title(TOKEN_METRIC), "reported_tokens_per_s_per_device"),
+    StepChart(TFLOPS_METRIC, "Model TFLOP/s per device", names.metric_title(TFLOPS_METRIC), "reported_tflops_per_device"),
+    StepChart(MFU, "MFU (of the dense peak)", names.metric_title(MFU), "reported_mfu"),
+    StepChart("loss", "Loss", "loss", None, steady=False),
+    StepChart(Metric.STEP_TIME_S.value, "Step time", names.metric_title(Metric.STEP_TIME_S.value), None),
 )
 
 

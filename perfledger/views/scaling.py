@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 from sqlalchemy import Engine
 
-from perfledger import store
+from perfledger import names, store
 from perfledger import urlstate as u
 from perfledger.calc import metrics
 from perfledger.calc.pairing import SERIES_COLUMNS, is_scaling_claim, points_by_devices, scaling_series
@@ -74,9 +74,10 @@ _SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline
 
 
 def _series_name() -> pl.Expr:
-    """A series' name: its non-empty key values joined by " · " (one Polars expression: a Python function over
-    40,000 rows took 0.4 s)."""
-    parts = [pl.col(c).cast(pl.String) for c in _SERIES_COLUMNS]
+    """A series' name: its non-empty key values joined by " · ", its metric by name (one Polars expression: a Python
+    function over 40,000 rows took 0.4 s)."""
+    parts = [pl.col(c).cast(pl.String) if c != "metric" else pl.col(c).replace_strict(names.metric_names(), default=pl.col(c))
+             for c in _SERIES_COLUMNS]
     return pl.concat_str([pl.when(p != "").then(p) for p in parts], separator=" · ", ignore_nulls=True)
 
 
@@ -128,6 +129,13 @@ def table(state: ScalingView, engine: Engine) -> pl.DataFrame:
 # baseline and source; the long series label to the right.
 SHOWN_FIRST = ("model", "accelerator", "devices", "scaling efficiency", "value", "unit", "source", "baseline",
                "throughput (tokens/s, all devices)", "kind", "ideal linear (tokens/s)", "scaling")
+
+
+def filters_label(state: ScalingView) -> str:
+    """The folded filters, said on their fold: "Filters: pretraining · every model · every accelerator"."""
+    models = ", ".join(state.models) or "every model"
+    accelerators = ", ".join(state.accelerators) or "every accelerator"
+    return f"Filters: {WORKLOAD_LABELS[state.workload]} · {models} · {accelerators}"
 
 
 def rows_of_kind(table_frame: pl.DataFrame, prefix: str) -> pl.DataFrame:

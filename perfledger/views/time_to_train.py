@@ -25,6 +25,8 @@ from perfledger.views._shared import (
 )
 
 MODES = ("peak", "measured")
+MODE_LABELS = {"peak": "efficiency × peak", "measured": "a measured row"}  # the page's "Throughput from" choices
+MODE_CHOICE = "Throughput from"
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -57,12 +59,12 @@ class TimeToTrainView:
 
 TTT_SCHEMA: dict[str, pl.DataType] = {
     "devices": pl.Int64(), "time (s)": pl.Float64(), "time (h)": pl.Float64(), "time (days)": pl.Float64(),
-    "cost (USD)": pl.Float64(), "tokens/s/device": pl.Float64(), "basis": pl.String(), "chosen": pl.Boolean(),
-    "measured result id": pl.Int64(),
+    "cost (USD)": pl.Float64(), "tokens/s/device": pl.Float64(), "basis": pl.String(), "scaling": pl.String(),
+    "chosen": pl.Boolean(), "measured result id": pl.Int64(),
 }
 
 
-MEASURED_COLUMNS = ("id", "value", "n_devices", "precision", "framework", "workload", "source_id")
+MEASURED_COLUMNS = ("id", "value", "n_devices", "precision", "framework", "workload", "source_id", "run_id")
 UNSTATED = "unstated"
 
 
@@ -80,7 +82,14 @@ def measured_label(row: dict[str, Any]) -> str:
     precision = row.get("precision") or UNSTATED
     return (f"result {row['id']}: {row['value']:,g} tokens/s/device · {devices} · "
             f"{'precision unstated' if precision == UNSTATED else precision} · {row.get('workload') or 'workload unstated'}"
-            f" · {row.get('source_id') or 'no source'}")
+            f" · {_origin(row)}")
+
+
+def _origin(row: dict[str, Any]) -> str:
+    """Where a measured row comes from: its source, or the ingested run that measured it."""
+    if row.get("source_id"):
+        return str(row["source_id"])
+    return f"measured by run {row['run_id']}" if row.get("run_id") else "no source"
 
 
 def foreign_row(state: TimeToTrainView, engine: Engine) -> str | None:
@@ -113,7 +122,8 @@ def _throughput_per_device(state: TimeToTrainView, engine: Engine) -> tuple[floa
         row = measured_row(state, engine)
         if row is None:
             raise InvalidQuery(f"no {WORKLOAD_LABELS[state.workload]} tokens/s/device row is stored for {state.model} "
-                               f"on {state.accelerator}; choose another pair or workload, or use mode=peak")
+                               f"on {state.accelerator}; choose another model, accelerator or workload, or "
+                               f"“{MODE_LABELS['peak']}” under {MODE_CHOICE} (mode=peak)")
         return float(row["value"]), f"measured: {measured_label(row)}"
     model_rows, acc_rows = store.catalog(engine)
     model, acc = rows_by_id(model_rows).get(state.model), rows_by_id(acc_rows).get(state.accelerator)
@@ -135,14 +145,42 @@ def table(state: TimeToTrainView, engine: Engine) -> pl.DataFrame:
     """Time (and cost) to train `tokens` at the chosen device count and a sweep around it."""
     tps, basis = _throughput_per_device(state, engine)
     used = measured_row(state, engine) if state.mode == "measured" else None
+    measured_on = (used or {}).get("n_devices")
     out = []
     for n in device_counts(state.devices):
         seconds = metrics.time_to_train_s(state.tokens, n, tps)
         cost = metrics.cost_to_train_usd(seconds, n, state.usd_per_hour) if state.usd_per_hour > 0 else None
         out.append({"devices": n, "time (s)": seconds, "time (h)": seconds / metrics.SECONDS_PER_HOUR,
                     "time (days)": seconds / metrics.SECONDS_PER_DAY, "cost (USD)": cost, "tokens/s/device": tps,
-                    "basis": basis, "chosen": n == state.devices, "measured result id": used and used["id"]})
+                    "basis": basis, "scaling": scaling_assumed(state.mode, n, measured_on), "chosen": n == state.devices,
+                    "measured result id": used and used["id"]})
     return pl.DataFrame(out, schema=TTT_SCHEMA, strict=False)
+
+
+def scaling_assumed(mode: str, devices: int, measured_on: int | None) -> str:
+    """What a row assumes of scaling: a per-device throughput held at every device count is linear scaling.
+
+    >>> scaling_assumed("measured", 32, 8), scaling_assumed("measured", 8, 8)
+    ('linear scaling from the 8 devices measured', 'as measured (8 devices)')
+    """
+    if mode == "peak":
+        return "linear scaling: the same share of the peak on every device"
+    if not measured_on:
+        return "linear scaling: the measured row states no device count"
+    if devices == measured_on:
+        return f"as measured ({measured_on:,} devices)"
+    return f"linear scaling from the {measured_on:,} devices measured"
+
+
+def scaling_sentence(ttt_frame: pl.DataFrame) -> str:
+    """The page's sentence on what its device counts assume ("" when every row is as measured): "At 2, 4, 16 and
+    32 devices the time assumes linear scaling from the 8 devices measured."."""
+    assumed = ttt_frame.filter(pl.col("scaling").str.starts_with("linear"))
+    if assumed.height == 0:
+        return ""
+    counts = [f"{n:,}" for n in assumed["devices"].to_list()]
+    listed = ", ".join(counts[:-1]) + f" and {counts[-1]}" if len(counts) > 1 else counts[0]
+    return f"At {listed} devices the time assumes {assumed['scaling'][0]}."
 
 
 def chosen_row(ttt_frame: pl.DataFrame) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfledger.names import in_words
+from perfledger.numbers import percent_text, text
 from perfledger.vocabulary import Precision
 
 PRECISIONS = tuple(p.value for p in Precision if p is not Precision.UNSTATED)
@@ -76,12 +78,12 @@ _NAMES = {"--model": "model", "--accelerator": "accelerator", "--devices": "devi
 
 def for_the_form(text: str) -> str:
     """A note written for the command line ("pass --model", "need --devices") as the upload form's user reads it:
-    the flags become the form's selectors."""
+    the flags become the form's selectors, and a metric's id its name ("mfu not computed" -> "MFU not computed")."""
     def said(m: re.Match[str]) -> str:
         names = " and ".join(_NAMES.get(f, f.lstrip("-")) for f in m.group(2).split("/"))
         return f"need the {names} chosen in the upload form" if m.group(1) == "need" else \
             f"choose the {names} in the upload form"
-    return _FLAGS.sub(said, text)
+    return _FLAGS.sub(said, in_words(text))
 
 
 def refused_reading(counts: Mapping[str, int]) -> list[str]:
@@ -128,10 +130,6 @@ class Figure:
     help: str = ""
 
 
-def _text(value: float | None, spec: str, unit: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{unit}"
-
-
 def preview_figures(file_format: str, config: Mapping[str, Any], summary: Mapping[str, Any],
                     results: Sequence[Any]) -> tuple[Figure, ...]:
     """The figures an upload's preview leads with. A result file that states a time to train (an MLPerf result)
@@ -143,16 +141,16 @@ def preview_figures(file_format: str, config: Mapping[str, Any], summary: Mappin
     stated = {r.metric: r.value for r in results if r.value is not None}
     seconds = stated.get("time_to_train_s")
     if seconds and (file_format == "mlperf" or summary.get("tokens_per_s_per_device") is None):
-        return (Figure("Time to train", _text(minutes(seconds), ",.2f", " min"),
+        return (Figure("Time to train", text(minutes(seconds), "min"),
                        "run_stop - run_start, in minutes as MLPerf reports it"),
-                Figure("Tokens/s/device (derived)", _text(per_device_tokens(config, stated), ",.1f"),
+                Figure("Tokens/s/device (derived)", text(per_device_tokens(config, stated)),
                        "trained tokens over the time to train, per device: not an MLPerf metric"),
-                Figure("Model TFLOP/s/device (derived)", _text(derived_tflops(config, summary, stated), ",.1f"),
+                Figure("Model TFLOP/s/device (derived)", text(derived_tflops(config, summary, stated)),
                        "tokens/s per device x the model's FLOPs per token at the stated sequence length / 1e12"),
-                Figure("Samples/s", _text(stated.get("samples_per_s"), ",.4g"), "as the file logs it"),
-                Figure("Devices", _text(config.get("n_devices"), ",d")))
-    return (Figure("Steady tokens/s/device", _text(summary.get("tokens_per_s_per_device"), ",.0f")),
-            Figure("Model TFLOP/s/device", _text(summary.get("model_tflops_per_device"), ",.1f")),
-            Figure("MFU", _text(summary.get("mfu"), ".1%")),
-            Figure("Median step time", _text(summary.get("step_time_s_median"), ".3f", " s")),
-            Figure("Jitter (CV)", _text(summary.get("jitter_cv"), ".3f")))
+                Figure("Samples/s", text(stated.get("samples_per_s"), stored=True), "as the file logs it"),
+                Figure("Devices", text(config.get("n_devices"))))
+    return (Figure("Steady tokens/s/device", text(summary.get("tokens_per_s_per_device"))),
+            Figure("Model TFLOP/s/device", text(summary.get("model_tflops_per_device"))),
+            Figure("MFU", percent_text(summary.get("mfu"))),
+            Figure("Median step time", text(summary.get("step_time_s_median"), "s")),
+            Figure("Jitter (CV)", text(summary.get("jitter_cv"))))

@@ -101,16 +101,14 @@ def test_every_overlay_chart_draws_its_runs_on_a_plot_with_height(runs_server: t
     assert_no_exception(page)
 
 
-READOUT = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
-    .filter(c => (c.querySelector('.role-title-subtitle') || {}).textContent?.includes('runs by'))
-    .map(c => [...c.querySelectorAll('g.role-mark text')]
-        .filter(t => t.textContent && getComputedStyle(t).opacity !== '0' && t.getAttribute('opacity') !== '0')
-        .map(t => t.textContent))"""
+TOOLTIP = """() => { const t = document.getElementById('vg-tooltip-element');
+    return t && t.classList.contains('visible') ? [...t.querySelectorAll('tr')].map(r => r.innerText) : []; }"""
 
 
 def test_an_overlay_reads_out_each_runs_value_under_the_cross_hair(runs_server: tuple[Server, list[int]],
                                                                    page: Page) -> None:
-    """Pointing at an overlay by wall clock shows a rule at the nearest point and each run's value there."""
+    """Pointing at an overlay by wall clock shows a rule at the nearest x and a read-out naming every run with its
+    value there (it had shown one value with no run name, over the legend)."""
     server, (first, second) = runs_server
     open_app(page, server, f"/runs?run={first}&vs={second}&x=time")
     page.wait_for_function(f"() => ({DRAWN_MARKS})().length === 5")
@@ -118,10 +116,14 @@ def test_an_overlay_reads_out_each_runs_value_under_the_cross_hair(runs_server: 
     chart.scroll_into_view_if_needed()
     box = chart.locator("svg").first.bounding_box()
     assert box is not None
-    assert page.evaluate(READOUT)[0] == []  # nothing read out before the pointer comes
-    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.5)
-    page.wait_for_function(f"() => ({READOUT})().some(texts => texts.length > 0)")
-    shown = [texts for texts in page.evaluate(READOUT) if texts]
+    assert page.evaluate(TOOLTIP) == []  # nothing read out before the pointer comes
+    for share in (0.4, 0.45):  # a move the chart sees as a pointer entering the plot
+        page.mouse.move(box["x"] + box["width"] * share, box["y"] + box["height"] * 0.75)
+        page.wait_for_timeout(300)
+    page.wait_for_function(f"() => ({TOOLTIP})().length > 0")
+    rows = page.evaluate(TOOLTIP)
     screenshot(page, "runs-overlay-cross-hair")
-    assert shown and all(text.strip() for text in shown[0]), shown
+    runs = [f"#{first} ", f"#{second} "]
+    assert all(any(r.startswith(run) for r in rows) for run in runs), rows  # every run, by name, with its value
+    assert all(r.split("\t")[-1].strip() for r in rows if r.startswith("#")), rows
     assert_no_exception(page)

@@ -31,21 +31,21 @@ from tests.browser.conftest import (
 pytestmark = pytest.mark.browser
 
 RUNS = ("nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt", "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt",
-        "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log")
+        "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log",
+        "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log")  # the last with MFU computed, so the run list has its column
 # (path, the columns that must be whole on the first screen, as the table labels them)
 KEY_COLUMNS = (
     ("overview", ("kind", "result rows", "sources")),
-    ("speedups", ("model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
-                  "candidate TFLOPS/device published", "caveats", "source")),
+    ("speedups", ("model", "baseline", "candidate", "speedup (x)", "caveats", "source")),
     ("speedups?p=fsdp", ("model", "baseline", "candidate", "speedup (x)", "caveats", "source")),
     ("accelerators", ("accelerator", "model", "normalized", "normalized unit", "warning", "source")),
     ("accelerators?s=head", ("pair", "model", "metric", "ratio (second / first)", "caveats", "source")),
     ("accelerators?s=catalog", ("accelerator", "bf16 TFLOPS", "fp8 TFLOPS", "memory (GB)", "TDP (W)", "source")),
-    ("scaling", ("model", "accelerator", "devices", "scaling efficiency", "value", "source")),
+    ("scaling", ("model", "accelerator", "devices", "scaling efficiency (%)", "value", "source")),
     ("scaling?s=sensitivity", ("model", "accelerator", "value", "unit", "baseline", "source")),
     ("time-to-train", ("devices", "time (days)", "tokens/s/device", "basis")),
-    ("runs", ("id", "file", "model", "accelerator", "devices", "tokens/s/device")),
-    ("audit", ("claim", "metric", "reported", "recomputed", "relative diff", "verdict", "explanation", "source")),
+    ("runs", ("id", "file", "model", "accelerator", "devices", "tokens/s/device", "MFU (%)", "time to train (s)")),
+    ("audit", ("claim", "metric", "reported", "recomputed", "difference (%)", "verdict", "explanation", "source")),
     ("mlperf", ("benchmark", "time to train (min)", "submitter", "accelerator × count", "run")),
     ("sources", ("id", "kind", "url")),
     ("sources?src=nv_blog_nemo_h200_2023", ("id", "metric", "value", "unit", "model", "accelerator", "devices")),
@@ -118,5 +118,5 @@ def test_a_results_permalink_opens_with_every_field(tables_server: Server, page:
     assert_no_exception(page)
     expect(page.get_by_text("Shown in:")).to_be_visible()
     cells = table_cells(page, having="locator")
-    assert "note" in cells and "source_url" in cells
+    assert "note" in cells and "source URL" in cells  # every field by its display name
     page.screenshot(path=str(ARTIFACTS / "result-permalink.png"), full_page=True)

@@ -83,7 +83,7 @@ def test_accelerators_selection_survives_a_copied_link(server: Server, new_page:
     page.wait_for_url("**n=mfu**")
     page.wait_for_url("**mt=model_tflops_per_device**")
     # the metric column sits right of the screen now that the figure comes first; the unit cell is on screen
-    url, cells = page.url, table_cells(page, having="MFU (fraction)")
+    url, cells = page.url, table_cells(page, having="MFU (%)")
 
     fresh = _reopen(new_page, server, url)
     selects = fresh.locator('[data-testid="stSelectbox"]')

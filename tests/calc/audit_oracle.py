@@ -21,6 +21,7 @@ from perfledger.calc.audit import (
     PEFT_WORKLOADS,
     AuditRule,
     _peft_reason,
+    no_architecture,
     relative_difference,
 )
 from perfledger.errors import InvalidInput
@@ -100,9 +101,7 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flop
                  rule: AuditRule, row: dict[str, Any], notes: list[str]) -> str:
     f = flops.per_token(claim, rule.formula)
     if f is None:
-        model = claim.get("model_id")
-        notes.append("no model named: FLOPs unknown" if model is None else
-                     f"no architecture for model {model!r} in the catalog: FLOPs unknown")
+        notes.append(no_architecture(claim.get("_model")))
         return "unchecked"
     tier, pairs = throughput.nearest_tier(claim, rule.cross_source)
     if not pairs:
@@ -117,6 +116,10 @@ def _consistency(claim: Mapping[str, Any], throughput: _Throughput, flops: _Flop
     where = f", {best['locator']}" if best.get("locator") is not None else ""
     row |= {"recomputed": recomputed, "rel_diff": diff, "tokens_per_s_per_device": best["value"],
             "inputs": f"result {best['id']} ({best['source_id']}{where}{derived})"}
+    assumed = None if claim.get("seq_len") else (flops.real.shapes.get(claim.get("model_id") or "") or {}).get("seq_len")
+    if assumed is not None:  # the row prints no sequence length: the verdict says the catalog's was assumed
+        row["inputs"] += f"; {audit.seq_assumed(assumed)}"
+        notes.append(audit.seq_assumed(assumed))
     if tier == 2:
         notes.append(f"its own source prints no tokens/s for this configuration; checked against {best['source_id']} "
                      "(cross-source pairing asked)")

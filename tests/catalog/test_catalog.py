@@ -141,12 +141,13 @@ def test_unknown_accelerator_raises_with_three_nearest_ids() -> None:
     assert "nearest" in str(info.value)
 
 
-def test_unknown_model_raises_with_nearest_ids() -> None:
+def test_unknown_model_raises_with_the_nearest_ids_of_its_family_generation_and_size() -> None:
     with pytest.raises(UnknownId) as info:
-        resolve_model("Llama 9 9000B")
-    assert info.value.kind == "model"
-    assert len(info.value.nearest) == 3
-    assert any(n.startswith("llama") for n in info.value.nearest)
+        resolve_model("Llama 3 8B Distilled")
+    assert info.value.kind == "model" and info.value.nearest == ("llama3-8b",)
+    with pytest.raises(UnknownId) as none_near:
+        resolve_model("Llama 9 9000B")  # no Llama 9 and nothing of 9000B: no suggestion rather than a wrong one
+    assert none_near.value.nearest == () and str(none_near.value) == "unknown model 'Llama 9 9000B'"
 
 
 @given(st.sampled_from(sorted({**ACCELERATOR_ALIASES, **dict.fromkeys(ACCELERATOR_IDS, "")})))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -23,16 +24,23 @@ def test_publisher_spellings_are_read_alike_by_every_reader() -> None:
     assert unit_factor(Metric.MFU, "% (BF16 MFU)") == 0.01
 
 
-def test_bad_rows_are_refused_one_by_one_with_their_line_and_the_rest_stored(seeded: store.Engine) -> None:
+def test_rows_the_vocabulary_cannot_read_are_stored_as_printed_and_counted_by_reason(seeded: store.Engine) -> None:
     text = HEADER + ("mine,mfu,41,%,MPT-7b,h100_80gb,amp_bf16,published\n"
                      "mine,mfu,lots,%,MPT-7b,h100_80gb,amp_bf16,reported\n"
                      "mine,mfu,41,furlongs,MPT-7b,h100_80gb,amp_bf16,reported\n"
                      "mine,mfu,41,%,MPT-7b,h100_80gb,amp_bf16,hearsay\n")
     outcome = ingest_bytes(seeded, text.encode(), "c.csv")
-    assert outcome.rows_refused
-    assert outcome.refused == {"not a number": 1, "unknown unit": 1, "unknown evidence": 1}
-    assert [p.split(": ")[0] for p in outcome.problems] == ["c.csv:3", "c.csv:4", "c.csv:5"]
-    assert outcome.imported == "1 added, 0 updated, 0 unchanged"
+    assert not outcome.rows_refused
+    assert outcome.unread == {"value not a number": 1, "unit not read": 1, "evidence not read": 1}
+    assert outcome.imported == "4 added, 0 updated, 0 unchanged"
+    rows = store.results(seeded).filter(pl.col("source_id") == "mine").sort("id")
+    assert rows["metric"].to_list() == ["mfu", "printed", "printed", "mfu"]
+    assert rows["value"].to_list() == [pytest.approx(0.41), None, 41.0, pytest.approx(0.41)]
+    assert [json.loads(u) if u else None for u in rows["unread"]] == [None, {"value": "lots"}, {"unit": "furlongs"},
+                                                                      {"evidence": "hearsay"}]
+    assert json.loads(rows["printed"][2])["unit"] == "furlongs"
+    again = ingest_bytes(seeded, text.encode(), "c.csv")
+    assert again.imported == "0 added, 0 updated, 4 unchanged"
 
 
 def test_an_import_cannot_add_figures_under_a_curated_source(seeded: store.Engine) -> None:

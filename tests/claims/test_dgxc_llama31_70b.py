@@ -30,10 +30,13 @@ def test_every_printed_number_of_the_dgxc_table_is_stored(seeded: store.Engine) 
 def test_each_mfu_and_time_to_train_is_consistent_with_its_own_columns_step_time(seeded: store.Engine) -> None:
     ingest_bytes(seeded, TABLE.read_bytes(), TABLE.name)
     audit = table(AuditView(), seeded).filter(pl.col("source_id") == SOURCE)
-    assert audit.height == 24
-    assert audit["verdict"].to_list() == ["consistent"] * 24
+    assert audit.height == 36  # 12 MFU, 12 time to train, and each column's tokens/s against its step time
+    assert audit["verdict"].to_list() == ["consistent"] * 36
     assert set(audit.filter(pl.col("metric") == "mfu")["plausibility"]) == {"plausible"}
-    assert audit["inputs"].str.contains("tokens/s derived from its step time").all()
+    derived = audit.filter(pl.col("metric").is_in(["mfu", "time_to_train_s"]))
+    assert derived.height == 24 and derived["inputs"].str.contains("tokens/s derived from its step time").all()
+    printed = audit.filter(pl.col("metric") == "tokens_per_s")
+    assert set(printed["relation"]) == {"tokens_per_s = global_batch x seq_len / step_time_s"}
     bf16_64 = audit.filter(pl.col("metric") == "mfu", pl.col("n_devices") == 64, pl.col("precision") == "bf16")
     assert bf16_64["recomputed"][0] == pytest.approx(128 * 3.94e15 / 14.61 / 64 / 989e12, rel=0.005)
     assert 'column "Throughput on 64x H100 GPUs (GBS=128)"' in bf16_64["inputs"][0]

@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 from sqlalchemy import Engine
 
-from perfledger import charts, store, views
+from perfledger import charts, overlay_chart, step_charts, store, views
 from perfledger.calc.pairing import points_by_devices
+from perfledger.chart_colours import RUN_COLOURS
 
 AXES = ("x", "y")
 COUNTS = {"step", "tokens seen"}  # axes of a run's steps: a count is its own unit
@@ -34,21 +35,24 @@ def _page_charts(engine: Engine) -> dict[str, charts.Drawn]:
         "speedups": charts.speedup_bars(table("speedups", views.SpeedupView(), engine)),
         "speedups-fsdp": charts.speedup_bars(table("speedups", views.SpeedupView(preset="fsdp"), engine)),
         "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0]),
+        "mlperf": charts.mlperf_bars(table("mlperf", views.mlperf.MlperfView(), engine)),
         "head-to-head": charts.head_to_head_bars(table("accelerators", views.AcceleratorView(section="head"), engine)),
         "scaling-lines": charts.scaling_lines(points_by_devices(views.rows_of_kind(scaling, "computed"))),
         "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored")),
         "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored")),
         "time-to-train": charts.time_vs_devices(table("time-to-train", views.TimeToTrainView(), engine)),
-        "run-step-figure": charts.step_figure(_STEPS, "tokens_per_s_per_device", "Tokens/s per device",
+        "run-step-time": step_charts.step_times(_STEPS.with_columns(phase=pl.lit("steady")), (1, 3)),
+        "run-step-figure": step_charts.step_figure(_STEPS, "tokens_per_s_per_device", "Tokens/s per device",
                                               "tokens/s per device", printed="reported_tokens_per_s_per_device",
                                               window=(1, 3)),
-        "run-overlay": charts.overlay(_STEPS.with_columns(run=pl.lit("run 1")), "tokens_per_s_per_device", "step",
+        "run-overlay": overlay_chart.overlay(_STEPS.with_columns(run=pl.lit("run 1")), "tokens_per_s_per_device", "step",
                                       "Tokens/s per device", "tokens/s per device"),
     }
 
 
 _STEPS = pl.DataFrame({"step": [0, 1, 2, 3], "tokens_per_s_per_device": [900.0, 1000.0, 1010.0, 990.0],
-                       "reported_tokens_per_s_per_device": [950.0, 1005.0, 1000.0, 1000.0]})
+                       "reported_tokens_per_s_per_device": [950.0, 1005.0, 1000.0, 1000.0],
+                       "step_time_s": [13.0, 0.45, 0.452, 0.449]})
 
 
 @pytest.fixture()
@@ -102,24 +106,26 @@ def test_scaling_series_identify_themselves() -> None:
     assert legend["labelLimit"] >= 1000 and "split(" in legend["labelExpr"]  # long names wrap, not cut short
 
 
-def test_two_series_of_one_accelerator_never_share_a_colour(seeded_engine: Engine) -> None:
-    """The seed's two A100 launcher series (GPT-3 175B and 5B) drew in one green: the first keeps the catalogue
-    colour, the second a shade of it."""
+def test_series_of_one_accelerator_each_take_their_own_hue(seeded_engine: Engine) -> None:
+    """The seed's two A100 launcher series (GPT-3 175B and 5B) drew in two greens of the catalogue that read as one:
+    every series now has its own hue, and the legend names its accelerator."""
     points = views.scaling.chart_points(views.table("scaling", views.ScalingView(), seeded_engine))
     spec = charts.scaling_lines(points).to_dict()
     scale = next(s["encoding"]["color"]["scale"] for s in _specs(spec) if "color" in s.get("encoding", {}))
-    colour = dict(zip(scale["domain"], scale["range"], strict=True))
     a100 = [name for name in scale["domain"] if "a100-80gb" in name]
-    assert len(a100) >= 2 and len({colour[name] for name in a100}) == len(a100)
-    assert colour[a100[0]] == charts.ACCELERATOR_COLOURS["a100-80gb"]
+    assert len(a100) >= 2
     assert len(set(scale["range"])) == len(scale["domain"])
+    assert scale["range"][:len(scale["domain"])] == list(RUN_COLOURS[:len(scale["domain"])])
+    assert not any("tokens_per_s" in name for name in scale["domain"])  # a series names its metric for a reader
 
 
-def test_mfu_bars_read_as_percentages_on_the_axis_as_in_the_table(seeded_engine: Engine) -> None:
+def test_mfu_bars_read_in_percent_on_the_axis_the_bars_and_the_tooltip(seeded_engine: Engine) -> None:
     accel = views.table("accelerators", views.AcceleratorView(norm="mfu"), seeded_engine)
-    spec = charts.accelerator_bars(accel, accel["normalized unit"][0], fmt=".1%").to_dict()
+    spec = charts.accelerator_bars(accel, accel["normalized unit"][0]).to_dict()
     x = next(s["encoding"]["x"] for s in _specs(spec) if s.get("encoding", {}).get("x", {}).get("field") == "normalized")
-    assert x["axis"]["format"] == "%" and "(%)" in x["title"] and "fraction" not in x["title"]
+    assert x["title"] == "MFU (%)" and "format" not in x.get("axis", {})
+    shown = [r["normalized"] for r in _inline_rows(spec) if r.get("normalized") is not None]
+    assert shown and all(1 < v < 100 for v in shown)  # 100 x the fraction, not 0.42
     per_device = charts.accelerator_bars(accel, "tokens/s per device").to_dict()
     x = next(s["encoding"]["x"] for s in _specs(per_device) if s.get("encoding", {}).get("x"))
     assert "format" not in x.get("axis", {})
@@ -128,7 +134,7 @@ def test_mfu_bars_read_as_percentages_on_the_axis_as_in_the_table(seeded_engine:
 def test_a_short_runs_step_axes_count_whole_steps() -> None:
     steps = pl.DataFrame({"step": [1, 2, 3], "step_time_s": [157.0, 129.0, 129.1], "phase": ["warmup", "steady", "steady"],
                           "loss": [9.0, 8.5, 8.4]})
-    for chart in (charts.step_times(steps), charts.loss_curve(steps)):
+    for chart in (step_charts.step_times(steps).layer[1], step_charts.loss_curve(steps)):
         x = chart.to_dict()["encoding"]["x"]
         assert (x["title"], x["axis"]["format"], x["axis"]["tickMinStep"]) == ("step", "d", 1)
 

@@ -3,6 +3,7 @@ showed NVIDIA's 10,752 GPUs as "10,750" and 16,913 tokens/s as "16,910" ("%,.4g"
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable
@@ -12,7 +13,7 @@ import pytest
 from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
 
-from screens._ui import AS_STORED
+from perfledger import names, numbers
 
 SOURCE = "nv_blog_nemo_h200_2023"
 
@@ -94,16 +95,16 @@ def test_every_quoted_figure_a_page_draws_is_the_stored_one_with_every_digit(
     query = query.replace("RUN", str(run))
     at = open_page(slug, query)
     assert not at.exception, at.exception
-    expected = views.export(slug, query, seeded_engine, "json")
-    table = json.loads(expected)
+    exported = pl.read_csv(io.BytesIO(views.export(slug, query, seeded_engine)), infer_schema_length=None)
     checked = 0
     for index, element in enumerate(at.dataframe):
         config = json.loads(element.proto.columns)
         for column in (c for c in QUOTED if c in element.value.columns):
-            assert config[column]["type_config"]["format"] == AS_STORED, (slug, column)
+            assert config[column]["type_config"]["format"] == numbers.GRID_FORMAT, (slug, column)
+            assert config[column]["help"] == numbers.STORED_HELP, (slug, column)
             values = element.value[column].dropna().tolist()
             assert shown(at, index, column) == [_grouped(js_number(v)) for v in values]
             if index == 0 and slug != "runs":  # the page's own table: the numbers `perfledger export` prints
-                assert values == [r[column] for r in table if r[column] is not None]
+                assert values == exported[names.column_label(column)].drop_nulls().to_list()
             checked += len(values)
     assert checked, f"{slug}?{query} draws no quoted figure"

@@ -27,8 +27,9 @@ def test_page_shows_the_audit_warning(seeded_url: str, open_page: Callable[..., 
                                       query: str) -> None:
     at = open_page(slug, query)
     assert not at.exception, at.exception
-    warnings = [w.value for w in at.warning if "audit's warnings on these figures" in w.value]
-    assert warnings and "h200" in warnings[0]
+    folds = [box for box in at.expander if "implausible" in box.label]  # folded under the answer, counted
+    assert folds and "The audit calls" in folds[0].label
+    assert any("h200" in line.value for line in folds[0].markdown)
 
 
 def test_the_warnings_are_the_full_audit_tables_implausible_rows(seeded_engine: Engine) -> None:

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from ingest.spool import StepSpool
-from perfledger import charts, schema, store
+from perfledger import schema, step_charts, store
 from perfledger.records import STEP_SCHEMA, PreparedRun
 from perfledger.views import long_runs as long_view
 from perfledger.views import runs as rv
@@ -139,7 +139,7 @@ def test_the_run_page_of_a_long_run_renders_every_chart_within_the_row_bound(n: 
     assert not at.exception, [e.value for e in at.exception]
     rows = _chart_rows(at)
     assert len(rows) >= 5, rows  # step time, tokens/s, TFLOP/s, MFU, loss
-    assert all(0 < r <= charts.MOST_POINTS for _, r in rows), rows
+    assert all(0 < r <= step_charts.MOST_POINTS for _, r in rows), rows
     # the figures count every step: all but the warm-up (10%) and the one stall
     assert _metric(at, "Steady steps") == f"{n - n // 10 - 1:,}"
     assert at.button, "the page stopped before its Delete panel"
@@ -151,7 +151,7 @@ def test_two_long_runs_overlaid_draw_within_the_row_bound(run_ids: dict[int, int
     assert not at.exception, [e.value for e in at.exception]
     rows = _chart_rows(at)
     assert len(rows) >= 10, rows
-    assert all(0 < r <= charts.MOST_POINTS for _, r in rows), rows
+    assert all(0 < r <= step_charts.MOST_POINTS for _, r in rows), rows
 
 
 @pytest.fixture(scope="module")

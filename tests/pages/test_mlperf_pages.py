@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ingest import pipeline
-from perfledger import store, views
+from perfledger import numbers, store, views
 from perfledger.calc.metrics import minutes, model_tflops
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -57,10 +57,10 @@ def test_an_mlperf_run_page_leads_with_time_to_train_in_minutes_and_derived_mode
     at = open_page("runs", f"run={run_ids[GPT3]}")
     assert not at.exception, at.exception
     head = {m.label: m.value for m in at.metric}
-    assert next(iter(head)) == "Time to train (MLPerf's score)"
-    assert head["Time to train (MLPerf's score)"] == f"{minutes(3147.895):,.2f} min" == "52.46 min"
+    assert next(iter(head)) == "Time to train (this result file)"  # one result file is a run, not MLPerf's score
+    assert head["Time to train (this result file)"] == numbers.text(minutes(3147.895), "min") == "52.4649 min"
     tflops = _gpt3_tflops(_engine(), run_ids[GPT3])
-    assert head["Model TFLOP/s per device (derived)"] == f"{tflops:,.1f}"
+    assert head["Model TFLOP/s per device (derived)"] == numbers.text(tflops)
     assert 700 < tflops < 900
 
 
@@ -68,7 +68,7 @@ def test_an_mlperf_run_is_set_beside_the_797_tflops_claims_of_its_model_and_acce
         run_ids: dict[str, int], open_page: Callable[..., AppTest]) -> None:
     at = open_page("runs", f"run={run_ids[GPT3]}")
     claims = at.dataframe[-1].value
-    tflops = claims[claims["metric"] == "model_tflops_per_device"]
+    tflops = claims[claims["metric"] == "model TFLOP/s/device"]  # the metric by its name
     assert tflops["figure from"].iloc[0] == "this run (derived)"
     assert tflops["value"].iloc[0] == pytest.approx(_gpt3_tflops(_engine(), run_ids[GPT3]))
     assert (tflops[tflops["figure from"] == "published"]["value"] == 797).sum() >= 2
@@ -83,7 +83,7 @@ def test_a_lora_run_opens_with_its_score_not_a_steady_state_warning(
     score = next(i for i, e in enumerate(shown) if type(e).__name__ == "Metric" and e.label.startswith("Time to train"))
     warned = [i for i, e in enumerate(shown) if type(e).__name__ == "Warning" and "Not a steady state" in e.value]
     assert warned and score < warned[0]  # three timed steps are not a steady state: said, after the score
-    assert at.metric[0].value == f"{minutes(1411.2):,.2f} min" == "23.52 min"
+    assert at.metric[0].value == "23.5202 min"  # 1,411.21 s, derived at six significant digits
     assert "no sequence length" in " ".join(c.value for c in at.caption).replace("\\", "")
     assert not [x for x in at.expander if "Figures stored" in x.label]  # the score is not collapsed away
     assert at.dataframe[0].value["figure"].iloc[0] == "time to train"
@@ -121,7 +121,7 @@ def test_the_mlperf_page_filters_and_sorts_from_the_url_as_its_export_does(
     exported = views.table("mlperf", views.state_from_query("mlperf", {"b": "gpt3,llama2_70b_lora",
                                                                        "sort": "time to train (min)", "desc": "1"}),
                            _engine())
-    assert exported["time to train (min)"].to_list() == shown["time to train (min)"].tolist()
+    assert [numbers.derived(v) for v in exported["time to train (min)"].to_list()] == shown["time to train (min)"].tolist()
     assert exported["run"].to_list() == [int(r.rsplit("=", 1)[1]) for r in shown["run"]]
 
 
@@ -130,7 +130,7 @@ def test_an_uploaded_mlperf_result_previews_its_score_in_minutes(seeded_url: str
     at.file_uploader(key="ru_file").set_value((GPT3, (LOGS / GPT3).read_bytes(), "text/plain")).run()
     assert not at.exception, at.exception
     preview = {m.label: m.value for m in at.metric}
-    assert preview["Time to train"] == "52.46 min"
+    assert preview["Time to train"] == "52.4649 min"
     assert preview["Devices"] == "512"
     assert float(preview["Model TFLOP/s/device (derived)"].replace(",", "")) > 700
     assert preview["Tokens/s/device (derived)"] != "—"

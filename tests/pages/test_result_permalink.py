@@ -9,7 +9,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
 
-from perfledger import store, views
+from perfledger import names, store, views
 
 SOURCE = "nv_blog_nemo_h200_2023"
 
@@ -38,9 +38,9 @@ def test_a_results_permalink_shows_every_field_its_source_verdict_and_the_views_
     assert not at.exception and not at.error, (at.exception, at.error)
     fields = _fields(at)
     stored = store.results(seeded_engine, ids=[rid]).row(0, named=True)
-    assert set(stored) <= set(fields)  # every stored column
+    assert {names.column_label(c) for c in stored} <= set(fields)  # every stored column, by its display name
     assert fields["value"] == ["16,913"] and fields["note"] == [stored["note"]] and fields["locator"] == [stored["locator"]]
-    assert fields["source_url"] == [stored["source_url"]]
+    assert fields["source URL"] == [stored["source_url"]]
     assert any(v.endswith(": consistent") for v in fields["audit input of"])  # the H200 7B TFLOPS claim it backs
     assert {f"/sources?src={SOURCE}", "/speedups", "/accelerators?m=llama2-7b"} <= set(fields["shown in"])
     said = " ".join(m.value for m in at.markdown)
@@ -87,4 +87,4 @@ def test_a_results_note_and_audit_explanation_are_printed_whole_not_cut_at_the_t
     explanation = _fields(at)["audit explanation"][0]
     assert len(note) > 120 and len(explanation) > 120  # longer than the table's cell shows on a 1440px screen
     captions = [c.value.replace("\\", "") for c in at.caption]
-    assert f"Note: {note}" in captions and f"Audit explanation: {explanation}" in captions
+    assert f"Note: {names.in_words(note)}" in captions and f"Audit explanation: {explanation}" in captions

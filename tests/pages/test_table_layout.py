@@ -39,14 +39,14 @@ def test_every_table_shows_an_empty_cell_as_a_dash(
     assert [t.proto.placeholder for t in at.dataframe] == ["—"] * len(at.dataframe)
 
 
-def test_speedups_keep_the_pair_its_ratio_published_tflops_caveats_and_source_on_a_1440px_screen(
+def test_speedups_keep_the_pair_its_ratio_caveats_and_source_on_a_1440px_screen_then_the_published_tflops(
         seeded_url: str, open_page: Callable[..., AppTest]) -> None:
-    first = ["model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
-             "candidate TFLOPS/device published", "caveats", "source"]
+    first = ["model", "baseline", "candidate", "speedup (x)", "caveats", "source", "baseline TFLOPS/device published",
+             "candidate TFLOPS/device published"]
     table = open_page("speedups").dataframe[0]
     assert table.value.columns.tolist()[:8] == first
     config = _columns(table)
-    assert sum(int(config[c]["width"]) for c in first[:-1]) + 110 <= TABLE_WIDTH_PX  # the source id: about 110 px
+    assert sum(int(config[c]["width"]) for c in first[:5]) + 110 <= TABLE_WIDTH_PX  # the source id: about 110 px
     shown = table.value.dropna(subset=["candidate TFLOPS/device published"])
     assert shown["candidate TFLOPS/device published"].tolist() == [779, 822, 836]
     assert shown["baseline TFLOPS/device published"].tolist() == [211, 206, 201]
@@ -136,9 +136,23 @@ def test_history_shows_the_figure_and_its_verdict_beside_the_configuration(
 
 
 def test_a_relabelled_column_keeps_its_number_format(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
-    config = _columns(open_page("audit").dataframe[0])  # rel_diff reads "relative diff" and is a percentage
-    assert config["rel_diff"]["label"] == "relative diff"
-    assert config["rel_diff"]["type_config"]["format"] == "percent"
+    at = open_page("audit")
+    config = _columns(at.dataframe[0])  # rel_diff reads "difference (%)", in % at the reading rule
+    assert config["rel_diff"]["label"] == "difference (%)"
+    assert config["rel_diff"]["type_config"]["format"] == "%,g"
+    assert at.dataframe[0].value["rel_diff"].abs().max() > 1  # 100 x the fraction
+
+
+@pytest.mark.parametrize(("slug", "query"), [("speedups", ""), ("accelerators", "s=head"), ("audit", ""),
+                                             ("history", ""), ("scaling", "")])
+def test_no_column_is_narrower_than_its_name(slug: str, query: str, seeded_url: str,
+                                             open_page: Callable[..., AppTest]) -> None:
+    """Speedups' "baseline TFLO", Head to head's "ratio (second" were names cut at a fixed 80-90 px: a width is at
+    least the name's (the grid's 14 px header font: about 7.2 px a character, and the sort arrow)."""
+    for table in open_page(slug, query).dataframe:
+        for column, config in _columns(table).items():
+            if isinstance(config.get("width"), int):
+                assert config["width"] >= 7.2 * len(config.get("label") or column) + 20, (slug, column, config)
 
 
 def test_scaling_groups_device_counts_by_thousands_as_its_axis_does(

@@ -72,9 +72,31 @@ def test_an_estimate_from_a_row_the_audit_warns_about_carries_the_warning(
         seeded_url: str, open_page: Callable[..., AppTest]) -> None:
     at = open_page("time-to-train", "m=llama2-70b&a=h200&n=8&mode=measured&r=15")
     assert not at.exception
-    warnings = [w.value.replace("\\", "") for w in at.warning]
+    warnings = [m.value.replace("\\", "") for box in at.expander if "implausible" in box.label for m in box.markdown]
     assert any("llama2-70b on 8 × h200 (nv_blog_nemo_h200_2023; result 15): precision unstated: plausible only in FP8"
                in w for w in warnings), warnings
     assert "measured: result 15:" in _texts(at)
     table = next(df.value for df in at.dataframe if "measured result id" in df.value.columns)
     assert set(table["measured result id"]) == {"/sources?result=15"}  # a permalink to the row used
+
+
+def test_measured_mode_without_a_row_names_the_choice_on_screen(seeded_url: str,
+                                                               open_page: Callable[..., AppTest]) -> None:
+    """The error had said "use mode=peak": the page names its own choice."""
+    at = open_page("time-to-train", "m=gpt3-175b&a=gaudi3&mode=measured")
+    assert [e.value.replace("\\", "") for e in at.error] and "“efficiency × peak” under Throughput from" in \
+        at.error[0].value.replace("\\", "")
+
+
+def test_the_estimate_says_where_it_assumes_linear_scaling(seeded_url: str, open_page: Callable[..., AppTest]) -> None:
+    at = open_page("time-to-train", "m=llama2-70b&a=h200&n=8&mode=measured&r=15")
+    assert "At 2, 4, 16 and 32 devices the time assumes linear scaling from the 8 devices measured." in _texts(at)
+    table = next(df.value for df in at.dataframe if "scaling" in df.value.columns)
+    assert table.set_index("devices")["scaling"].to_dict()[8] == "as measured (8 devices)"
+
+
+def test_a_row_a_run_measured_is_named_by_its_run_not_as_a_row_with_no_source() -> None:
+    row = {"id": 953, "value": 1880.0, "n_devices": 8, "precision": "bf16", "workload": "pretrain", "source_id": None,
+           "run_id": 12}
+    label = views.time_to_train.measured_label(row)
+    assert label.endswith("measured by run 12") and "no source" not in label

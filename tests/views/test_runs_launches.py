@@ -32,7 +32,7 @@ def test_printed_figures_sit_beside_the_recomputed_ones_with_the_difference(writ
     run_id = _ingest(writable_engine, "gaudi_hpu_megatron_llama1b_8card_settrace_killed.log")
     table = views.printed_vs_recomputed(writable_engine, run_id)
     rows = {r["figure"]: r for r in table.iter_rows(named=True)}
-    tflops = rows["tflops_per_device"]
+    tflops = rows["model_tflops_per_device"]
     assert tflops["printed"] == 71.6
     assert abs(tflops["relative_difference"]) < 0.01
     assert abs(tflops["recomputed"] / tflops["printed"] - 1 - tflops["relative_difference"]) < 1e-9
@@ -42,7 +42,7 @@ def test_printed_figures_sit_beside_the_recomputed_ones_with_the_difference(writ
 def test_a_figure_printed_once_for_the_run_says_so_beside_the_recomputed_one(writable_engine: Engine) -> None:
     run_id = _ingest(writable_engine, "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log")
     rows = {r["figure"]: r for r in views.printed_vs_recomputed(writable_engine, run_id).iter_rows(named=True)}
-    tflops = rows["tflops_per_device"]
+    tflops = rows["model_tflops_per_device"]
     assert tflops["printed"] == 1116.07 and tflops["recomputed"] is not None
     assert "whole run" in tflops["printed_over"]
 

@@ -74,8 +74,8 @@ def test_a_column_empty_in_every_row_is_found_whatever_its_type() -> None:
 
 
 VIEWS_FIRST = (
-    ("speedups", "", ("model", "baseline", "candidate", "speedup (x)", "baseline TFLOPS/device published",
-                      "candidate TFLOPS/device published", "caveats", "source")),
+    ("speedups", "", ("model", "baseline", "candidate", "speedup (x)", "caveats", "source",
+                      "baseline TFLOPS/device published", "candidate TFLOPS/device published")),
     ("runs", "", ("id", "file_name", "model", "accelerator", "n_devices", "tokens_per_s_per_device")),
     ("accelerators", "s=catalog", ("accelerator", "name", "bf16 TFLOPS", "fp16 TFLOPS", "fp8 TFLOPS", "memory (GB)")),
     ("scaling", "s=sensitivity", ("model", "accelerator", "devices", "scaling efficiency", "value", "unit", "source")),

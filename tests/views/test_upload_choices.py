@@ -7,7 +7,7 @@ from sqlalchemy import Engine
 
 from ingest import pipeline
 from perfledger.views import upload as up
-from perfledger.views.runs import config_diff
+from perfledger.views.run_diff import config_diff
 from tests.conftest import LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
