@@ -8,6 +8,7 @@ folder (marked `postgres` and `ducklake`).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine
 
 from perfledger import store
@@ -27,11 +29,48 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
 LOGS = ROOT / "tests" / "fixtures" / "logs"
 
+# Property tests: the suite's profile tries 60 cases a property (a test that needs fewer says so in its own
+# @settings); HYPOTHESIS_PROFILE=thorough tries 600, after a change to a parser, a scanner or an order statistic.
+settings.register_profile("suite", max_examples=60, deadline=None)
+settings.register_profile("thorough", max_examples=600, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+def _run_temp(factory: pytest.TempPathFactory) -> Path:
+    """The folder every process of this test run shares: xdist's workers each get a subfolder of it."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """`name` in the run's shared folder, built by `build(path)` by the first process that asks for it (the others
+    wait on a lock), so a file every worker reads is made once per run, not once per worker."""
+    shared = _run_temp(factory)
+    path = shared / name
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            partial = shared / f"{name}.partial"
+            if partial.is_dir():  # a build that failed before: started again from nothing
+                shutil.rmtree(partial)
+            partial.unlink(missing_ok=True)
+            build(partial)
+            partial.rename(path)
+    return path
+
+
+def _seed(path: Path) -> None:
+    engine = store.engine_from_url(f"duckdb:///{path}")
+    store.init_store(engine, DATA_DIR)
+    engine.dispose()
+
 
 @pytest.fixture(scope="session")
 def seeded_db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled data in a DuckDB file of this process's own, copied from one built once per run (a DuckDB file
+    is opened for writing by one process at a time)."""
     path = tmp_path_factory.mktemp("seed") / "seeded.duckdb"
-    store.init_store(store.engine_from_url(f"duckdb:///{path}"), DATA_DIR)
+    shutil.copy(built_once(tmp_path_factory, "seeded.duckdb", _seed), path)
     return path
 
 
@@ -81,9 +120,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    """A PostgreSQL server: PERFLEDGER_TEST_PG_URL when set, else a throwaway cluster for this session."""
-    import os
-
+    """A PostgreSQL server: PERFLEDGER_TEST_PG_URL when set, else a throwaway cluster for this session (one per
+    xdist worker: each worker is a session)."""
     from tests.postgres_server import ENV_URL, server_from_url, temporary_server
 
     if os.environ.get(ENV_URL):

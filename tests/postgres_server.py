@@ -110,6 +110,27 @@ def _wait_ready(server: PgServer, timeout_s: float) -> None:
             time.sleep(0.05)
 
 
+PORT_TRIES = 5
+
+
+def _start_on_a_free_port(bin_dir: Path, data: Path, log: Path, timeout_s: float, options: str) -> int:
+    """`pg_ctl start` on a port free a moment ago; another process (a parallel test worker, another program) may
+    take it in between, so a start refused for the address in use is tried again on another port."""
+    def start(port: int) -> int:
+        _run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", f"-h 127.0.0.1 -p {port} {options}", "-l", str(log),
+             "-w", "-t", str(int(timeout_s)), "start")
+        return port
+
+    for _ in range(PORT_TRIES - 1):
+        try:
+            return start(_free_port())
+        except subprocess.CalledProcessError:
+            if "already in use" not in (log.read_text(errors="replace") if log.exists() else ""):
+                raise
+            log.unlink()
+    return start(_free_port())
+
+
 @contextmanager
 def temporary_server(timeout_s: float = 30.0, *, data_on: Path | None = None, wal_apart: bool = False,
                      settings: Sequence[str] = ()) -> Iterator[PgServer]:
@@ -130,16 +151,14 @@ def temporary_server(timeout_s: float = 30.0, *, data_on: Path | None = None, wa
         for folder in (root, sock, *([data_on] if data_on else [])):
             shutil.chown(folder, "postgres", "postgres")
     user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
-    port = _free_port()
     try:
         wal = ["--waldir", str(root / "pg_wal")] if wal_apart else []
         _run(str(bin_dir / "initdb"), "-D", str(data), *wal, "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync",
             "--locale=C")
-        options = f"-h 127.0.0.1 -p {port} -k {sock} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        options += " -c timezone=America/New_York"  # not UTC, so a test sees any time-zone slip
-        options += "".join(f" -c {setting}" for setting in settings)
-        _run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w",
-            "-t", str(int(timeout_s)), "start")
+        port = _start_on_a_free_port(bin_dir, data, root / "server.log", timeout_s,
+                                     f"-k {sock} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                                     " -c timezone=America/New_York"  # not UTC, so a test sees any time-zone slip
+                                     + "".join(f" -c {setting}" for setting in settings))
         server = PgServer("127.0.0.1", port, user)
         _wait_ready(server, timeout_s)
         yield server

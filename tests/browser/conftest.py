@@ -67,42 +67,57 @@ def _healthy(base: str) -> bool:
         return False
 
 
-def seeded_store(folder: Path) -> str:
-    url = f"duckdb:///{folder / 'perfledger.duckdb'}"
-    engine = store.engine_from_url(url)
-    store.init_store(engine, ROOT / "data")
-    engine.dispose()
-    return url
-
-
 @pytest.fixture(scope="session")
-def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("browser-seed")
-    seeded_store(folder)
-    return folder / "perfledger.duckdb"
+def seeded_template(seeded_db_file: Path) -> Path:
+    """The session's store seeded from data/ (tests.conftest): each server gets a copy."""
+    return seeded_db_file
 
 
 def start_server(folder: Path, template: Path, environ: dict[str, str] | None = None,
                  address: str = "127.0.0.1") -> tuple[subprocess.Popen[bytes], Server]:
     """`streamlit run app.py` on a free port of `address` (reached through loopback) against a copy of the seeded
-    store (and any further settings in `environ`); waits for health."""
+    store (and any further settings in `environ`); waits for health. A port another process (a parallel test
+    worker) took between the look-up and the start is tried again with another."""
     shutil.copy(template, folder / "perfledger.duckdb")
     db_url = f"duckdb:///{folder / 'perfledger.duckdb'}"
-    port = free_port()
-    log = folder / "streamlit.log"
     env = {**os.environ, "PERFLEDGER_DB_URL": db_url, **(environ or {})}
+    log = folder / "streamlit.log"
+    for _ in range(PORT_TRIES - 1):
+        started = _start_on(free_port(), address, env, log)
+        if started is not None:
+            return started[0], Server(started[1], db_url, log)
+    started = _start_on(free_port(), address, env, log)
+    if started is None:
+        pytest.fail(f"no free port for streamlit in {PORT_TRIES} tries:\n{log.read_text(errors='replace')[-3000:]}")
+    return started[0], Server(started[1], db_url, log)
+
+
+PORT_TRIES = 5
+
+
+def _start_on(port: int, address: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    """The server process and its base URL once healthy; None when the port was taken meanwhile."""
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
            "--server.address", address, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not _healthy(base):
+    # our process says it listens: a server of another worker on the same port would answer the health check too
+    while not (_listening(log, port) and _healthy(base) and proc.poll() is None):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_server(proc)
-            pytest.fail(f"streamlit did not become healthy on {base}:\n{log.read_text(errors='replace')[-3000:]}")
+            text = log.read_text(errors="replace")
+            if "already in use" in text:
+                return None
+            pytest.fail(f"streamlit did not become healthy on {base}:\n{text[-3000:]}")
         time.sleep(0.2)
-    return proc, Server(base, db_url, log)
+    return proc, base
+
+
+def _listening(log: Path, port: int) -> bool:
+    text = log.read_text(errors="replace")
+    return "You can now view" in text and f":{port}\n" in text
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:

@@ -19,15 +19,14 @@ from tests.browser.conftest import (
     stop_server,
     table_cells,
 )
-from tests.history.series import SLOWED_NIGHT, series_store
+from tests.history.series import SLOWED_NIGHT, stored_series
 
 CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
 
 
 @pytest.fixture(scope="module")
 def series_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, list[int]]]:
-    folder = tmp_path_factory.mktemp("history-series")
-    url, runs = series_store(folder, slowed_night=SLOWED_NIGHT)
+    url, runs = stored_series(tmp_path_factory, slowed_night=SLOWED_NIGHT)
     proc, server = start_server(tmp_path_factory.mktemp("history-server"), Path(url.removeprefix("duckdb:///")))
     yield server, runs
     stop_server(proc)

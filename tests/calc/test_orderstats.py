@@ -36,7 +36,7 @@ def passes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 # The fixture only sets constants, the same for every example.
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hs.lists(VALUES, max_size=40), hs.sampled_from([0.0, 0.5, 0.99, 1.0, 0.3]))
 @example([math.inf, math.inf], 0.5)
 def test_quantile_by_passes_is_polars_quantile(passes: None, values: list[float | None], q: float) -> None:

@@ -1,7 +1,9 @@
-"""The claims tests' store: a DuckDB file of its own, initialised from data/ (catalog, sources, results)."""
+"""The claims tests' store: a DuckDB file of its own, a copy of the session's store seeded from data/ (catalog,
+sources, results)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,6 @@ from perfledger import store
 
 
 @pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
+def seeded(seeded_db_file: Path, tmp_path: Path) -> store.Engine:
+    shutil.copy(seeded_db_file, tmp_path / "x.duckdb")
+    return store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")

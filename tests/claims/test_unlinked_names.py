@@ -5,21 +5,12 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from pathlib import Path
 
 import polars as pl
-import pytest
 
 from ingest.pipeline import ingest_bytes
 from perfledger import store
 from tests.claims.test_published_table import claims_csv
-
-
-@pytest.fixture()
-def seeded(tmp_path: Path) -> store.Engine:
-    engine = store.engine_from_url(f"duckdb:///{tmp_path / 'x.duckdb'}")
-    store.init_store(engine, Path(__file__).parents[2] / "data")
-    return engine
 
 
 def test_each_unknown_model_name_of_the_llm_foundry_table_is_warned_once_with_its_rows_and_nearest_ids(

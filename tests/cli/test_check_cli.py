@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 
 from perfledger import cli
-from tests.history.series import SLOWED_NIGHT, ingest_series, nightly_series, series_store
+from tests.history.series import SLOWED_NIGHT, ingest_series, nightly_series, stored_series
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def slowed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
-    return series_store(tmp_path_factory.mktemp("slowed"), slowed_night=SLOWED_NIGHT)
+    return stored_series(tmp_path_factory, slowed_night=SLOWED_NIGHT)
 
 
 @pytest.fixture(scope="module")
 def steady(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
-    return series_store(tmp_path_factory.mktemp("steady"), slowed_night=None)
+    return stored_series(tmp_path_factory, slowed_night=None)
 
 
 def check(url: str, *args: str) -> subprocess.CompletedProcess[str]:

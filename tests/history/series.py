@@ -5,9 +5,13 @@ one copy, slowed by a few percent."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log"
 NOISE = (1.0, 1.003, 0.998, 1.002, 0.999, 1.001, 0.997, 1.002)  # step-time factors of the unslowed nights
@@ -74,3 +78,19 @@ def series_store(folder: Path, *, slowed_night: int | None) -> tuple[str, list[i
     engine.dispose()
     outcomes = ingest_series(url, nightly_series(folder / "logs", slowed_night=slowed_night))
     return url, [int(str(o["run_id"])) for o in outcomes]
+
+
+def stored_series(factory: pytest.TempPathFactory, *, slowed_night: int | None) -> tuple[str, list[int]]:
+    """series_store's store, built once per test run (every worker of it) and copied into a folder of the caller's
+    own: its URL and the run ids in night order."""
+    from tests.conftest import built_once
+
+    def build(folder: Path) -> None:
+        folder.mkdir()
+        _, runs = series_store(folder, slowed_night=slowed_night)
+        (folder / "runs.json").write_text(json.dumps(runs))
+
+    built = built_once(factory, f"series-slowed-{slowed_night}", build)
+    own = factory.mktemp("series") / "perfledger.duckdb"
+    shutil.copy(built / "perfledger.duckdb", own)
+    return f"duckdb:///{own}", [int(run) for run in json.loads((built / "runs.json").read_text())]

@@ -41,7 +41,7 @@ def assert_dropped_lines_change_nothing(lines: list[str]) -> None:
     assert state_after([text for text, keep in zip(lines, kept, strict=True) if keep]) == state_after(lines)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(line, min_size=1, max_size=5))
 @example(["0: [default0]:    save-checkpoint ................................: (2.5, 3.1)"])
 @example(["0: [default0]:  num layers ...... 24", "  train_batch_size .... 512", "[config.py:1:print] foo .. 1"])

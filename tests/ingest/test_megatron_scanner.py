@@ -96,7 +96,7 @@ made_up_line = hs.lists(hs.one_of(field, field, piece), max_size=12).map("".join
 
 
 @needs_scanner
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(hs.tuples(hs.sampled_from(["", " iteration 7/ 500 |", " iteration\t12 / 9 |", " iteration 3/ 5 | "]),
                           made_up_line), min_size=1, max_size=6))
 @example([(" iteration 3/ 5 |", " number of skipped iterations: 0 | number of skipped iterations: 4 |")])

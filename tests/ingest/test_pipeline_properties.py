@@ -27,7 +27,7 @@ def _outcome_or_parse_error(raw: bytes, name: str) -> None:
         assert exc.file_name == name
 
 
-@settings(max_examples=80, deadline=None)
+@settings(deadline=None)
 @given(hs.binary(max_size=4096))
 @example(b"")
 @example(b"\x1f\x8b\x08\x00garbage")

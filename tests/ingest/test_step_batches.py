@@ -24,7 +24,7 @@ def _frames(sizes: list[int]) -> list[pl.DataFrame]:
     return out
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(hs.integers(0, 30), max_size=20), hs.integers(1, 50))
 def test_batches_hold_every_row_once_in_order_and_only_the_last_is_short(sizes: list[int], min_rows: int) -> None:
     frames = _frames(sizes)

@@ -19,7 +19,7 @@ ESCAPES = [b"\x1b", b"\x1b[", b"\x1b[38;2;180;60;0m", b"\x1b[?25l", b"\x1b[2 q",
 PIECES = [b"a", b"\n", b"\r\n", b"\r", b"\x00", b"\x1b[31m", b"\xff", "é✓".encode(), b"iteration 5/ 9 |", b""]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(hs.sampled_from(PIECES), max_size=60), hs.integers(1, 40))
 def test_chunks_hold_every_line_once_with_its_line_number(pieces: list[bytes], chunk_bytes: int) -> None:
     raw = b"".join(pieces)
@@ -42,7 +42,7 @@ needs_clean_ascii = pytest.mark.skipif(native.clean_ascii() is None,
 
 
 @needs_clean_ascii
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(hs.sampled_from([*PIECES, *ESCAPES, b"x" * 7, b"\n" * 9, b"\x7f", b"\x80", b"\x1a", b"\x1c",
                                   b"\x01"]), max_size=40))
 def test_a_plain_ascii_block_is_read_as_decoding_and_cleaning_would(pieces: list[bytes]) -> None:

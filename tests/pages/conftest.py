@@ -18,10 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("seeded") / "perfledger.duckdb"
-    store.init_store(store.engine_from_url(f"duckdb:///{path}"), ROOT / "data")
-    return path
+def seeded_db(seeded_db_file: Path) -> Path:
+    """The session's store seeded from data/ (tests.conftest): only copied, never opened."""
+    return seeded_db_file
 
 
 @pytest.fixture()

@@ -8,17 +8,17 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.history.series import SLOWED_NIGHT, series_store
+from tests.history.series import SLOWED_NIGHT, stored_series
 
 
 @pytest.fixture(scope="module")
 def slowed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
-    return series_store(tmp_path_factory.mktemp("slowed"), slowed_night=SLOWED_NIGHT)
+    return stored_series(tmp_path_factory, slowed_night=SLOWED_NIGHT)
 
 
 @pytest.fixture(scope="module")
 def steady(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
-    return series_store(tmp_path_factory.mktemp("steady"), slowed_night=None)
+    return stored_series(tmp_path_factory, slowed_night=None)
 
 
 def _opened(url: str, query: dict[str, str], monkeypatch: pytest.MonkeyPatch,

@@ -211,7 +211,7 @@ def test_catalog_rows_reads_two_rows_without_loading_pyarrow_in_a_lean_process(s
     assert out.stdout.strip() == "False"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(hs.integers(-3, 9), min_size=1, max_size=12), hs.lists(hs.integers(-3, 9), max_size=12))
 def test_steps_count_as_rising_only_when_each_is_above_every_one_before(first: list[int], then: list[int]) -> None:
     """Only then may DuckDB insert a run's steps in parallel (their stored order cannot show through ORDER BY)."""

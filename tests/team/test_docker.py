@@ -5,8 +5,8 @@ The engine is podman (Debian's `podman` and `runc`). With no registry reachable,
 image the Dockerfile starts from out of Debian's packages (mmdebstrap); `--format docker` keeps the HEALTHCHECK.
 The base image and the build's layers stay in podman's storage, so a second run rebuilds only what changed
 (about two minutes in all when only the sources changed; 5-9 minutes from nothing on a loaded 2-core
-machine). So it runs with PERFLEDGER_TEST_DOCKER=1, which .ci/run sets, and is skipped only where podman or
-mmdebstrap is not installed.
+machine). So it runs with PERFLEDGER_TEST_DOCKER=1, in a step of its own in .ci/run (before the README's test
+command, which skips it), and is skipped there only where podman or mmdebstrap is not installed.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ LOG = LOGS / "bigscience_meg_gpt2_perf_n16_v100.out"
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("PERFLEDGER_TEST_DOCKER") != "1",
-                       reason="builds the image: 5-9 minutes the first time; PERFLEDGER_TEST_DOCKER=1 (.ci/run sets it)"),
+                       reason="builds the image: 5-9 minutes the first time; PERFLEDGER_TEST_DOCKER=1 (.ci/run's own step)"),
     pytest.mark.skipif(shutil.which("podman") is None or shutil.which("mmdebstrap") is None,
                        reason="needs podman and mmdebstrap (apt-get install -y podman runc mmdebstrap)"),
 ]

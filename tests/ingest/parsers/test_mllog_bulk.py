@@ -78,7 +78,7 @@ def _event_line(draw: hs.DrawFn) -> str:
     return f"{draw(hs.sampled_from(['', ' 0: ', 'rank1: ']))}:::MLLOG {text}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(_event_line(), min_size=1, max_size=12))
 @example([':::MLLOG {"key": "tracked_stats", "value": {"train_step_time": NaN}, "metadata": {"step": 1}}'])
 @example([':::MLLOG {"key": "train_loss", "value": true, "metadata": {"step": 1e400}}'])

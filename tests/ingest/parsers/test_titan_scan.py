@@ -62,7 +62,7 @@ def _line(draw: hs.DrawFn) -> str:
 
 
 @needs_scanner
-@settings(max_examples=400, deadline=None)
+@settings(deadline=None)
 @given(hs.lists(_line(), min_size=1, max_size=10))
 @example(["step: 5  loss: 1,234.5  memory: 1e5GiB(3%)  mfu: 12.5%  time: 1.5s"])
 @example(["step: 5  loss: 1,2,  tps: 1,"])
