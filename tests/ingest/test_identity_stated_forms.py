@@ -87,3 +87,13 @@ def test_a_model_line_or_config_path_the_catalog_does_not_know_is_not_stored_as_
 def test_a_models_name_is_found_behind_the_directories_of_its_path(name: str, model: str | None) -> None:
     found = model_in_name(name)
     assert (found.id if found else None) == model
+
+
+@pytest.mark.parametrize(("line", "model"), [
+    ("wandb: Syncing run qwen2.5-7b-instruct-sft-lr1e-5", "qwen2.5-7b"),
+    ("wandb: 🚀 View run llama3_8b_lora_r16 at: https://wandb.ai/team/project/runs/3x9k2", "llama3-8b"),
+])
+def test_a_run_name_wandb_prints_links_the_model_it_names(line: str, model: str) -> None:
+    found = identity_of(f"{line}\n")
+    assert found.config.model == model
+    assert found.provenance["model"]["where"] == f"line 1: {line}"
