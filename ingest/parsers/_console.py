@@ -107,7 +107,8 @@ def line_spans(line: str) -> list[Span]:
     if "[" in line and ("it/s" in line or "s/it" in line) and (bar := _BAR.search(line, start)) is not None:
         return spans + _bar_spans(line, start, bar)
     if ("{'" in line or '{"' in line) and (found := _dict_spans(line, start)):
-        return spans + found
+        before = min(i for i in (line.find("{'", start), line.find('{"', start)) if i >= 0)
+        return spans + found + _text_spans(line, start, before)  # "Step 10: {'loss': ...}": the step before it
     if is_table_row(line) and (found := _box_spans(line, start)):
         return spans + found
     return spans + _text_spans(line, start)
