@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -41,6 +41,7 @@ class Statement:
     weak: bool = False  # a count of per-rank lines or peers: used when nothing stronger states the field
     times: int = 1
     key: str = ""  # the row's key: a framework's own row of a key shadows the generic row of that key
+    unit: str = ""  # the row's unit: a `hint_name` names the model only when the catalog knows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ class ConfigLines:
             self.lines[row] = (count + 1, first)
         elif row.unit == "flag":
             self._state(row, row.value, where)
-        elif m.groups():
+        elif m.groups() and m.group(1) is not None:  # a row's alternative without the group: a look-alike
             self._read(row, m.group(1), where)
 
     def _read(self, row: ConfigKey, text: str, where: str) -> None:
@@ -161,10 +162,9 @@ class ConfigLines:
     def _state(self, row: ConfigKey, value: str | int, where: str, *, weak: bool = False) -> None:
         values = self.found.setdefault((row.field, row.framework), {})
         if (seen := values.get(value)) is not None:
-            values[value] = Statement(seen.field, seen.value, seen.where, seen.framework, seen.weak, seen.times + 1,
-                                      seen.key)
+            values[value] = replace(seen, times=seen.times + 1)
         elif len(values) < MAX_VALUES:
-            values[value] = Statement(row.field, value, where, row.framework, weak, key=row.key)
+            values[value] = Statement(row.field, value, where, row.framework, weak, key=row.key, unit=row.unit)
 
     def value(self, field: str) -> str | int | None:
         """The value of `field` the log states most often so far (any framework's row), or None: what a reader may

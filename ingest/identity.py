@@ -117,7 +117,7 @@ def resolve(parsed: RunConfig, statements: Iterable[Statement], *, reader: str, 
     own_keys = {row.key for row in frameworks.config_keys if row.framework in scope}  # their meaning, not the generic
     stated = [s for s in statements if s.framework in scope or (s.framework == "*" and s.key not in own_keys)]
     r = _Resolver(reader, parsed, stated, {f.name: getattr(parsed, f.name) for f in fields(RunConfig)}, {}, [])
-    for field in ("seq_len", "micro_batch", "grad_accum", "global_batch", "tp", "pp", "cp", "ep", *_SHAPE):
+    for field in ("seq_len", "micro_batch", "grad_accum", "global_batch", "tp", "pp", "cp", "ep", "dp", *_SHAPE):
         r.count(field)
     if not (r.values["num_experts"] or 0) > 1:  # a dense model's dump prints the MoE defaults too
         r.values["moe_top_k"] = parsed.moe_top_k
@@ -145,6 +145,10 @@ def _devices(r: _Resolver) -> None:
         r.set("n_devices", int(nodes.value) * int(per_node.value),
               f"derived: {nodes.value} nodes x {per_node.value} devices per node ({nodes.where}; {per_node.where})")
         return
+    if (dp := r.first("dp")) is not None and r.values["dp"] == dp.value:
+        r.set("n_devices", int(dp.value) * _model_parallel(r), f"derived: data-parallel size {dp.value} "
+              f"({dp.where}){_times_model_parallel(r)}")
+        return
     gbs, micro, accum = r.values["global_batch"], r.values["micro_batch"], r.values["grad_accum"]
     if gbs and micro and accum and gbs % (micro * accum) == 0:
         model_parallel = [(name, r.values[name]) for name in ("tp", "pp", "cp") if r.values[name]]
@@ -162,6 +166,18 @@ def _devices(r: _Resolver) -> None:
         chosen = max(weak, key=lambda s: s.times)
         r.set("n_devices", chosen.value, f"counted: {chosen.where}" + (
             f" (the most often printed of {len(weak)} counts)" if len(weak) > 1 else ""))
+
+
+def _model_parallel(r: _Resolver) -> int:
+    return int((r.values["tp"] or 1) * (r.values["pp"] or 1) * (r.values["cp"] or 1))
+
+
+def _times_model_parallel(r: _Resolver) -> str:
+    """" x tp 2 x pp 4; cp not stated: taken as 1", what multiplies a data-parallel size into devices."""
+    stated = [f"{name} {r.values[name]}" for name in ("tp", "pp", "cp") if r.values[name]]
+    unstated = [name for name in ("tp", "pp", "cp") if not r.values[name]]
+    return (f" x {' x '.join(stated)}" if stated else "") + (
+        f"; {', '.join(unstated)} not stated: taken as 1" if unstated else "")
 
 
 def _batch(r: _Resolver) -> None:
@@ -236,7 +252,7 @@ def _accelerator(r: _Resolver) -> None:
 def _model(r: _Resolver) -> None:
     printed = r.values["model_as_printed"] or r.values["model"]
     candidates = ([(printed, r.by_reader("model", printed), "name")] if printed else []) + [
-        (str(s.value), s.where, "name" if s.field == "model" else "hint_name")
+        (str(s.value), s.where, "name" if s.field == "model" and s.unit != "hint_name" else "hint_name")
         for s in r.of("model") + r.of("run_name")]
     matched = [(m, text, where) for text, where, _ in candidates
                if (m := catalog.model_in_name(text)) is not None]

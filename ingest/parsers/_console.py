@@ -30,7 +30,8 @@ _NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d
 _CLOCK = r"\d+:\d\d(?::\d\d)?(?:\.\d+)?"
 _VALUE = r"(?:" + _CLOCK + r"|" + _NUMBER + r"(?:/\d+)?(?:[A-Za-z%]+(?:/[A-Za-z]+)?)?)"
 _NAME = r"[A-Za-z_][\w./()%-]*(?: [A-Za-z_][\w./()%-]*){0,3}?"
-_PAIR = re.compile(r"(?<![\w./-])(" + _NAME + r")(?:\s*[:=]\s*\[?|\s+)(" + _VALUE + r")(?![\w.])")
+# a value may be quoted after `:` or `=` (`loss='0.5'`, `"step_time": "1.2"`): a number printed as a string
+_PAIR = re.compile(r"(?<![\w./-])(" + _NAME + r")(?:\s*[:=]\s*\[?['\"]?|\s+)(" + _VALUE + r")['\"]?(?![\w.])")
 _UNIT_AFTER = re.compile(r"(?:^|[;|:]\s*)(" + _NUMBER + r"(?:/\d+)?)\s+([A-Za-z][\w/]*)\s*(?=[;|:]|$)")
 # a leading timestamp and the rest of its bracket: "[2021-03-24 05:10:52,624 INFO] ", "2024-11-26T22:09:01Z - ",
 # "[INFO|2024-11-26 22:09:01] ", "(AReaL) 20260725-13:51:09.653 ", "[20260511 02:59:23]", "[12:34:56] "
@@ -106,7 +107,8 @@ def line_spans(line: str) -> list[Span]:
     if "[" in line and ("it/s" in line or "s/it" in line) and (bar := _BAR.search(line, start)) is not None:
         return spans + _bar_spans(line, start, bar)
     if ("{'" in line or '{"' in line) and (found := _dict_spans(line, start)):
-        return spans + found
+        before = min(i for i in (line.find("{'", start), line.find('{"', start)) if i >= 0)
+        return spans + found + _text_spans(line, start, before)  # "Step 10: {'loss': ...}": the step before it
     if is_table_row(line) and (found := _box_spans(line, start)):
         return spans + found
     return spans + _text_spans(line, start)

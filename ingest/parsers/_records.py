@@ -67,6 +67,21 @@ def _number(name: str) -> pl.Expr:
     return number * suffix.replace_strict(_MULTIPLIERS, default=1.0, return_dtype=pl.Float64)
 
 
+# a time printed with its unit glued on ("dt: 5.04ms", "iter_time=1.2s"): the printed unit wins over the row's
+_TIME_SUFFIXES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "min": 60.0,
+                  "h": 3600.0}
+_TIME_ROW_UNITS = frozenset({"s", "ms", "us", "min", "h"})
+
+
+def _time_with_its_unit(name: str, row: KeyRow) -> pl.Expr:
+    """A time column read as text: seconds by the unit printed after the number when there is one, else by the
+    row's unit."""
+    text = pl.col(name).cast(pl.String)
+    glued = text.str.extract(_LEADING_NUMBER + r"\s*(ns|us|µs|ms|secs?|s|min|h)\s*$", 2)
+    factor = glued.replace_strict(_TIME_SUFFIXES, default=None, return_dtype=pl.Float64)
+    return _number(name) * pl.coalesce(factor, pl.lit(row.factor))
+
+
 def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
     """One present key's values in the ledger's unit."""
     unit = row.unit
@@ -81,6 +96,8 @@ def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
     if unit == "1/s":
         value = _number(name)
         return pl.when(value > 0).then(1.0 / value)
+    if unit in _TIME_ROW_UNITS and not dtype.is_numeric():
+        return _time_with_its_unit(name, row)
     value = pl.col(name).cast(pl.Float64) if dtype.is_numeric() else _number(name)
     if row.column == "reported_mfu":
         return pl.when(value > 0).then(value * row.factor)

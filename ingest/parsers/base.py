@@ -80,6 +80,8 @@ class LogParser(ABC):
     # Where this format's step times come from when its summary's meta does not say (`step_time_source`, keyed as
     # ingest/parsers/_records.STEP_TIME_SOURCES): a format of its own prints its step time per step.
     step_time_source: ClassVar[str] = "logged"
+    # Whether feed() reads each carriage-return frame of a line on its own (a long line of frames is then kept).
+    splits_frames: ClassVar[bool] = False
 
     def __init__(self, file_name: str) -> None:
         self.file_name = file_name
@@ -158,12 +160,21 @@ class LogParser(ABC):
         return empty_steps()
 
     def without_long_lines(self, lines: Sequence[str], first_lineno: int) -> Sequence[str]:
-        """lines, with each one longer than MAX_PARSED_LINE_CHARS made empty and counted as a skipped line."""
+        """lines, with each one longer than MAX_PARSED_LINE_CHARS made empty and counted as a skipped line; for a
+        parser that reads each carriage-return frame on its own (splits_frames), a long line of frames keeps every
+        frame within the limit (a terminal capture runs a progress bar's refreshes into one line)."""
         if max(map(len, lines), default=0) <= MAX_PARSED_LINE_CHARS:
             return lines
         kept = list(lines)
         for i, line in enumerate(lines):
-            if len(line) > MAX_PARSED_LINE_CHARS:
+            if len(line) > MAX_PARSED_LINE_CHARS and self.splits_frames and "\r" in line:
+                frames = line.split("\r")
+                kept[i] = "\r".join(f for f in frames if len(f) <= MAX_PARSED_LINE_CHARS)
+                if dropped := sum(len(f) > MAX_PARSED_LINE_CHARS for f in frames):
+                    self.note_problem(first_lineno + i, f"{dropped:,} carriage-return frames of over "
+                                                        f"{MAX_PARSED_LINE_CHARS:,} characters skipped",
+                                      kind="line too long")
+            elif len(line) > MAX_PARSED_LINE_CHARS:
                 kept[i] = ""
                 self.problem(first_lineno + i, f"line of {len(line):,} characters (over {MAX_PARSED_LINE_CHARS:,}) "
                                                "skipped", kind="line too long")

@@ -37,6 +37,7 @@ _YAML = re.compile(r"^\|?\s+(devices|num_nodes|precision|max_steps): ([^\s#]+)")
 
 class NemoParser(LogParser):
     format = LogFormat.NEMO
+    splits_frames = True
 
     @classmethod
     def sniff(cls, head: str, file_name: str) -> bool:

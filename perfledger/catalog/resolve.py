@@ -91,11 +91,13 @@ class NameMatch:
 
     id: str
     part: str  # the words of the printed name that name the model
-    confidence: str  # WHOLE_NAME or LEADING_WORDS
+    confidence: str  # WHOLE_NAME, LEADING_WORDS or INSTRUCT_VARIANT
 
 
 WHOLE_NAME = "the name is a catalog name or alias"
 LEADING_WORDS = "the leading words of a run or class name are a catalog name"
+INSTRUCT_VARIANT = ("the leading words of the name are a catalog name and the rest says an instruction-tuned "
+                    "(-Instruct) variant: the same architecture, the base model's shape")
 # A class or run name's words that say nothing of which model: "Llama3ModelProvider8B", "llama3-8b-pretrain".
 _FILLER = frozenset({"model", "models", "provider", "config", "configuration", "for", "causal", "lm", "pretrain",
                      "pretraining", "finetune", "sft", "recipe", "hf"})
@@ -120,9 +122,17 @@ def model_in_name(name: str, catalog: Catalog | None = None) -> NameMatch | None
     whole = resolve_or_none("model", name, catalog)
     if whole is not None:
         return NameMatch(whole, name, WHOLE_NAME)
-    words = name_words(name)
-    for end in range(len(words), 0, -1):
-        part = " ".join(words[:end])
-        if printed_size(part) is not None and (found := resolve_or_none("model", part, catalog)) is not None:
-            return NameMatch(found, part, LEADING_WORDS)
+    for tail in _path_tails(name):  # "/data/models/Meta-Llama-3-8B-Instruct": its directories name no model
+        words = name_words(tail)
+        for end in range(len(words), 0, -1):
+            part = " ".join(words[:end])
+            if printed_size(part) is not None and (found := resolve_or_none("model", part, catalog)) is not None:
+                variant = any(w.lower() == "instruct" for w in words[end:])
+                return NameMatch(found, part, INSTRUCT_VARIANT if variant else LEADING_WORDS)
     return None
+
+
+def _path_tails(name: str) -> list[str]:
+    """The name, then what follows each `/` in it: "a/b/Qwen2.5-7B" -> the whole, "b/Qwen2.5-7B", "Qwen2.5-7B"."""
+    parts = [p for p in name.strip().split("/") if p]
+    return list(dict.fromkeys(["/".join(parts[i:]) for i in range(len(parts))] or [name]))

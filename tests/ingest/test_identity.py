@@ -63,7 +63,7 @@ def test_two_sequence_lengths_are_kept_and_named() -> None:
 
 
 @pytest.mark.parametrize(("name", "devices", "said"), [
-    ("nebius_h200_n64_llama31_405b_v5.1_result_1.txt", 512, "read by the mlperf reader"),
+    ("nebius_h200_n64_llama31_405b_v5.1_result_1.txt", 512, "line 1947: 236: Initializing distributed"),
     ("cisco_hpf_n8_h100_llama31_8b_v5.1_result_0_rankprefix.txt", 64, "counted: 64 lines like"),
     ("supermicro_8xmi355x_llama2_70b_lora_v5.1_result_0.txt", 8, "counted: line 3: [Gloo] Rank 0 is connected to 7"),
     ("nemo_automodel_llama3_1_8b_hellaswag_pp_h100.jsonl", 4, "derived: the log's per-device tokens/s"),
