@@ -69,3 +69,20 @@ def test_devices_are_nodes_times_devices_per_node_where_the_row_prints_no_device
     audit = audited(seeded, "nodes").filter(pl.col("metric") == "tokens_per_s_per_device")
     assert audit["verdict"].to_list() == ["consistent"]
     assert "n_devices 64 derived: n_devices = n_nodes x devices_per_node" in audit["inputs"].item()
+
+
+def test_a_speedup_is_judged_against_the_tables_baseline_row(seeded: store.Engine) -> None:
+    text = ("source_id,locator,model,accelerator,n_devices,Recipe,metric,value,unit\n"
+            "sp,l1,llama3-70b,h100-sxm,64,BF16 baseline,Tokens / sec / GPU,1000,\n"
+            "sp,l1,llama3-70b,h100-sxm,64,BF16 baseline,Speedup,1.00x,\n"
+            "sp,l2,llama3-70b,h100-sxm,64,FP8 current scaling,Tokens / sec / GPU,1350,\n"
+            "sp,l2,llama3-70b,h100-sxm,64,FP8 current scaling,Speedup,1.35x,\n"
+            "sp,l3,llama3-70b,h100-sxm,64,FP8 blockwise,Tokens / sec / GPU,1400,\n"
+            "sp,l3,llama3-70b,h100-sxm,64,FP8 blockwise,Speedup,1.6x,\n")  # 1400 / 1000 is 1.4x
+    ingest_bytes(seeded, text.encode(), "sp.csv")
+    audit = audited(seeded, "sp").filter(pl.col("metric") == "relative_throughput")
+    assert audit["verdict"].to_list() == ["consistent", "inconsistent"]
+    assert audit["recomputed"].to_list() == [1.35, 1.4]
+    assert set(audit["relation"]) == {("relative_throughput = tokens_per_s_per_device / tokens_per_s_per_device "
+                                       "of the baseline row (the row printing 1x)")}
+    assert all("tokens_per_s_per_device 1,000" in text for text in audit["inputs"])
