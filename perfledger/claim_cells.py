@@ -101,8 +101,8 @@ _SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "min": 60.0, "s": 1.0}
 
 
 def number_with_unit(text: str) -> tuple[float, str] | None:
-    """A number printed with its unit in the cell ("55,000 TPS" -> (55000, "TPS"), "0.8 s"), when the rest reads
-    as a unit; a duration in parts ("7h 58m", its aside "(1.72x)" aside) in seconds. None for anything else."""
+    """A number printed with its unit in the cell ("55,000 TPS" -> (55000, "TPS"), "0.8 s", a ratio "1.35x"), when
+    the rest reads as a unit; a duration in parts ("7h 58m", its aside "(1.72x)" aside) in seconds. None for anything else."""
     head = re.split(r"<br\s*/?>|\(", text, maxsplit=1)[0].strip()
     parts = _DURATION.findall(head)
     if len(parts) > 1 and _DURATION.sub("", head).strip() == "":
@@ -110,8 +110,8 @@ def number_with_unit(text: str) -> tuple[float, str] | None:
     found = _WITH_UNIT.fullmatch(head)
     if found is None or (number := printed_number(found.group(1))) is None:
         return None
-    unit = found.group(2)
-    return (number, unit) if unit == "%" or parse_unit(unit) is not None else None
+    unit = "x" if found.group(2) in ("x", "X", "×") else found.group(2)  # a ratio: "1.35x", "1.35×"
+    return (number, unit) if unit in ("%", "x") or parse_unit(unit) is not None else None
 
 
 def read_cells(cells: Cells, answers: Answers) -> Reading:

@@ -27,7 +27,8 @@ CLAIM_COLUMNS = (
 )
 # Quantities a row's further columns may print, read by the audit (perfledger.calc.audit_relations) and the
 # workload reading (an algorithm, a policy or a generation batch says a row is RL post-training).
-QUANTITIES = ("generation_batch", "training_batch", "avg_seq_len", "max_seq_len", "algorithm", "policy")
+QUANTITIES = ("generation_batch", "training_batch", "avg_seq_len", "max_seq_len", "algorithm", "policy", "n_nodes",
+              "devices_per_node")
 FIGURE = "figure"
 MEANINGS = frozenset((*CLAIM_COLUMNS, *QUANTITIES, FIGURE))
 

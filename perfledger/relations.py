@@ -19,8 +19,12 @@ from perfledger.vocabulary import Metric, Workload
 
 RELATIONS_FILE = Path(__file__).resolve().parents[1] / "data" / "relations.csv"
 HEADER = ("id", "checks", "formula", "tolerance", "workloads", "applies_to", "source", "note")
-COLUMNS = ("global_batch", "seq_len", "n_devices", "micro_batch")  # result columns a formula may name
+COLUMNS = ("global_batch", "seq_len", "n_devices", "micro_batch", "grad_accum", "tp", "pp", "cp", "dp",
+           "ep")  # result columns a formula may name
 RATES = ("step_time_s", "tokens_per_s_per_device", "tokens_per_s", "samples_per_s")  # figures of the printed row
+# Configuration cells a relation may check (GBS = MBS x DP x GA); a cell the row does not print is derived by the
+# same relation where the row prints its inputs (DP = devices / (TP x PP x CP)), and named derived wherever used.
+CELLS = ("global_batch", "dp", "n_devices")
 NAMES = frozenset((*COLUMNS, *QUANTITIES, *RATES))
 UNSTATED = "-"  # in `workloads`: a row that states no workload
 
@@ -135,8 +139,9 @@ def _relation(cells: list[str]) -> Relation:
     if len(cells) != len(HEADER):
         raise ValueError(f"expected {len(HEADER)} cells ({','.join(HEADER)})")
     ident, checks, formula, tolerance, workloads, applies_to, source, note = (c.strip() for c in cells)
-    if checks not in RATES or checks not in {m.value for m in Metric}:
-        raise ValueError(f"checks {checks!r} is not a metric a relation recomputes ({', '.join(RATES)})")
+    if checks not in CELLS and (checks not in RATES or checks not in {m.value for m in Metric}):
+        raise ValueError(f"checks {checks!r} is not a figure or cell a relation recomputes "
+                         f"({', '.join((*RATES, *CELLS))})")
     known = {w.value for w in Workload} | {"*", UNSTATED}
     if not set(workloads.split()) <= known or not workloads.split():
         raise ValueError(f"workloads {workloads!r}: give '*', or among {', '.join(sorted(known))}")

@@ -25,12 +25,13 @@ from perfledger.calc import audit, audit_mfu, pairing
 from perfledger.calc.audit_judge import DEFAULT, Candidate, claim_row, judge
 from perfledger.claim_cells import printed_number
 from perfledger.headers import quantities_of
-from perfledger.relations import COLUMNS, RATES, Relation, relations
+from perfledger.relations import CELLS, COLUMNS, RATES, Relation, relations
 
 DEFAULT_RULE = audit.AuditRule()
 CLAIM_METRICS = RATES
 UNITS = {"tokens_per_s_per_device": "tokens/s/device", "tokens_per_s": "tokens/s", "samples_per_s": "samples/s",
-         "step_time_s": "s"}
+         "step_time_s": "s"}  # a configuration cell (global batch, DP, devices) is a count: no unit
+ROW_FIGURES = (*RATES, "model_tflops_per_device", "mfu")  # a row printing any of them has its cells checked
 
 
 def audit_relations(results: pl.DataFrame, rule: audit.AuditRule = DEFAULT_RULE,
@@ -52,7 +53,7 @@ def _printed_rows(results: pl.DataFrame) -> pl.DataFrame:
         if name not in frame.columns:
             frame = frame.with_columns(pl.lit(None).alias(name))
     value = pl.col("value").cast(pl.Float64)
-    frame = frame.filter(pl.col("metric").is_in(RATES), value > 0, value.is_finite(),
+    frame = frame.filter(pl.col("metric").is_in(ROW_FIGURES), value > 0, value.is_finite(),
                          pl.col("source_id").is_not_null())  # a run's own figures: its page recomputes them
     keys = ["source_id", "locator", *pairing.config_keys(frame, with_source=False)]
     return frame.with_columns(_group=pl.struct(keys).rank("dense"))
@@ -67,25 +68,58 @@ def _audit_group(rows: list[dict[str, Any]], known: tuple[Relation, ...], rule: 
     cells = {name: float(first[name]) for name in COLUMNS if first.get(name)}
     printed = quantities_of(first.get("attributes"))
     cells |= {q: number for q, text in printed.items() if (number := printed_number(text)) is not None}
+    text = " ".join(str(x) for x in (first["source_id"], texts.get(str(first["source_id"]), "")) if x)
+    derived = _derived_cells(cells, known, first.get("workload"), text)
+    cells |= {name: value for name, (value, _) in derived.items()}
     for metric, claim in figures.items():
-        quantities = cells | {m: float(r["value"]) for m, r in figures.items() if m != metric}
-        text = " ".join(str(x) for x in (claim["source_id"], texts.get(str(claim["source_id"]), "")) if x)
-        holding = [r for r in known if r.checks == metric and r.holds_for(claim.get("workload"), text)]
-        own = [r for r in holding if not r.generic]
-        for relation in own or holding:
-            if all(name in quantities for name in relation.inputs):
-                yield _verdict(claim, relation, quantities, figures, printed, rule)
+        if metric not in RATES:
+            continue
+        quantities = cells | {m: float(r["value"]) for m, r in figures.items() if m != metric and m in RATES}
+        yield from _checked(claim, metric, float(claim["value"]), quantities, known, text,
+                            figures, printed, derived, rule)
+    for cell in CELLS:  # a configuration cell the row prints, against the others (GBS = MBS x DP x GA)
+        if cell in cells and cell not in derived:
+            others = {k: v for k, v in cells.items() if k != cell}
+            yield from _checked(first | {"metric": cell}, cell, cells[cell], others, known, text,
+                                figures, printed, derived, rule)
 
 
-def _verdict(claim: Mapping[str, Any], relation: Relation, quantities: Mapping[str, float],
+def _checked(claim: Mapping[str, Any], checks: str, reported: float, quantities: Mapping[str, float],
+             known: tuple[Relation, ...], text: str, figures: Mapping[str, Mapping[str, Any]],
+             printed: Mapping[str, str], derived: Mapping[str, tuple[float, Relation]],
+             rule: audit.AuditRule) -> Iterator[dict[str, Any]]:
+    """A verdict per relation of `checks` that holds for the row and whose inputs it prints (or derives); a
+    publisher's own formula replaces the generic ones."""
+    holding = [r for r in known if r.checks == checks and r.holds_for(claim.get("workload"), text)]
+    own = [r for r in holding if not r.generic]
+    for relation in own or holding:
+        if all(name in quantities for name in relation.inputs):
+            yield _verdict(claim, reported, relation, quantities, figures, printed, derived, rule)
+
+
+def _derived_cells(cells: Mapping[str, float], known: tuple[Relation, ...], workload: str | None,
+                   text: str) -> dict[str, tuple[float, Relation]]:
+    """Configuration cells the row does not print but whose relation's inputs it does (DP = devices / (TP x PP x
+    CP)), each with the relation that gives it; never one the row prints, never from another derived cell."""
+    out: dict[str, tuple[float, Relation]] = {}
+    for relation in known:
+        if relation.checks in CELLS and relation.checks not in cells and relation.checks not in out \
+                and relation.holds_for(workload, text) and all(name in cells for name in relation.inputs):
+            value = relation.value(cells)
+            if value is not None:
+                out[relation.checks] = (value, relation)
+    return out
+
+
+def _verdict(claim: Mapping[str, Any], reported: float, relation: Relation, quantities: Mapping[str, float],
              figures: Mapping[str, Mapping[str, Any]], printed: Mapping[str, str],
-             rule: audit.AuditRule) -> dict[str, Any]:
-    reported, unit = float(claim["value"]), UNITS[relation.checks]
+             derived: Mapping[str, tuple[float, Relation]], rule: audit.AuditRule) -> dict[str, Any]:
+    unit = UNITS.get(relation.checks, "")
     recomputed = relation.value(quantities)
     used = replace(rule, tolerance=relation.tolerance) if relation.tolerance is not None else rule
     candidates = [Candidate(DEFAULT, relation.formula(), recomputed)] if recomputed is not None else []
     shown = ", ".join(f"{name} {quantities[name]:,.6g}" for name in relation.inputs)
-    judgement = judge(reported, candidates, used.tolerance, lambda v: f"{v:,.4g} {unit}", shown)
+    judgement = judge(reported, candidates, used.tolerance, lambda v: f"{v:,.4g} {unit}".rstrip(), shown)
     row = claim_row(claim, reported, judgement, unit, used,
                     tokens_per_s=recomputed if relation.checks == "tokens_per_s_per_device" else None)
     reason = row["reason"]
@@ -94,16 +128,20 @@ def _verdict(claim: Mapping[str, Any], relation: Relation, quantities: Mapping[s
         reason = f"{reason}; {cited}" if reason else cited
     named = relation.formula() if relation.generic else f"publisher's formula: {relation.formula()}"
     return row | {"relation": named, "reason": reason, "explanation": reason or "",
-                  "inputs": _inputs(claim, relation, figures, printed)}
+                  "inputs": _inputs(claim, relation, figures, printed, derived)}
 
 
 def _inputs(claim: Mapping[str, Any], relation: Relation, figures: Mapping[str, Mapping[str, Any]],
-            printed: Mapping[str, str]) -> str:
+            printed: Mapping[str, str], derived: Mapping[str, tuple[float, Relation]]) -> str:
     """Each input as a verdict names it: a figure by its result ("result 12 (src, loc): step_time_s 134"), the
-    row's own cells by their quantity and printed text."""
+    row's own cells by their quantity and printed text, a derived cell by its relation ("dp 2 derived: dp =
+    n_devices / (tp x pp x cp)")."""
     out, own = [], []
     for name in relation.inputs:
-        if name in figures:
+        if name in derived:
+            value, how = derived[name]
+            own.append(f"{name} {value:,.6g} derived: {how.formula()}")
+        elif name in figures and name in RATES:
             row = figures[name]
             out.append(f"{pairing.describe_input(row['id'], row['source_id'], row.get('locator'))}: "
                        f"{name} {float(row['value']):,.6g}")

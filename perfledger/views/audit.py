@@ -11,7 +11,17 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger import urlstate as u
-from perfledger.calc import audit, audit_mfu, audit_relations, audit_scaling, audit_time, flops, metrics, pairing
+from perfledger.calc import (
+    audit,
+    audit_mfu,
+    audit_relations,
+    audit_scaling,
+    audit_speedup,
+    audit_time,
+    flops,
+    metrics,
+    pairing,
+)
 from perfledger.views._shared import ALL_WORKLOADS, FORMULA_NAMES, WORKLOADS, CatalogRef
 from perfledger.views.remembered import by_content, until_written
 
@@ -103,7 +113,7 @@ def _audited(rows: pl.DataFrame, models: pl.DataFrame, accelerators: pl.DataFram
     return pl.concat([tflops.select(list(columns)).cast(columns),
                       audit_mfu.audit_utilization(rows, *catalog, rule),
                       audit_time.audit_time_to_train(rows, *catalog, rule),
-                      audit_scaling.audit_scaling(rows, rule),
+                      audit_scaling.audit_scaling(rows, rule), audit_speedup.audit_speedups(rows, rule),
                       audit_relations.audit_relations(rows, rule, texts)], how="vertical")
 
 

@@ -30,8 +30,8 @@ def test_every_printed_number_of_the_dgxc_table_is_stored(seeded: store.Engine) 
 def test_each_mfu_and_time_to_train_is_consistent_with_its_own_columns_step_time(seeded: store.Engine) -> None:
     ingest_bytes(seeded, TABLE.read_bytes(), TABLE.name)
     audit = table(AuditView(), seeded).filter(pl.col("source_id") == SOURCE)
-    assert audit.height == 36  # 12 MFU, 12 time to train, and each column's tokens/s against its step time
-    assert audit["verdict"].to_list() == ["consistent"] * 36
+    assert audit.height == 48  # 12 MFU, 12 time to train, each column's tokens/s against its step time, and its
+    assert audit["verdict"].to_list() == ["consistent"] * 48  # global batch = micro batch x DP x GA
     assert set(audit.filter(pl.col("metric") == "mfu")["plausibility"]) == {"plausible"}
     derived = audit.filter(pl.col("metric").is_in(["mfu", "time_to_train_s"]))
     assert derived.height == 24 and derived["inputs"].str.contains("tokens/s derived from its step time").all()
