@@ -40,7 +40,7 @@ METRIC_RELATION = {
     "est_days_to_train_10T_tokens_1k_gpus": "time_to_train", "est_days_to_train_1T_tokens_1k_gpus": "time_to_train",
     "est_minutes_to_finetune_10M_tokens": "time_to_train", "relative_throughput": "speedup",
     "scaling_efficiency": "scaling", "tokens_per_s_per_device": "throughput", "tokens_per_s": "throughput",
-    "step_time_s": "throughput",
+    "step_time_s": "throughput", "global_batch": "batch_decomposition",  # GBS = MBS x DP x GA, judged on the GBS cell
 }
 RELATION_WORDS = (  # a word in the audit's `relation` -> the oracle's relation name, first match wins
     ("tokensperstep", "tokens_per_step"), ("publisher", "publisher_formula"), ("tflop", "tflops"), ("mfu", "mfu"),
