@@ -41,7 +41,7 @@ SHOWN_IN_PERCENT = frozenset(m for m, unit in METRIC_UNITS.items() if unit == FR
 # Stored column names (and the run summary's keys) as a reader reads them; a metric id reads as its title.
 COLUMN_NAMES = {
     "source_id": "source", "model_id": "model", "accelerator_id": "accelerator", "n_devices": "devices",
-    "seq_len": "seq len", "global_batch": "global batch", "micro_batch": "micro batch", "grad_accum": "gradient accumulation",
+    "seq_len": "seq len", "dp": "data-parallel size", "global_batch": "global batch", "micro_batch": "micro batch", "grad_accum": "gradient accumulation",
     "framework_version": "framework version", "file_name": "file", "file_bytes": "file size (bytes)",
     "ingested_at": "ingested (UTC)", "ran_at": "ran (UTC)", "n_steps": "steps", "skipped_lines": "skipped lines",
     "claim_id": "claim", "rel_diff": "difference", "relative_difference": "relative difference",
@@ -72,6 +72,7 @@ SHARE_COLUMNS = frozenset({"rel_diff", "relative_difference", "tolerance", "mfu_
                            "scaling efficiency", "worse than before", "of reference", "MFU vs measured peak",
                            "reported_mfu", "generation_share", "training_share", "productive share",
                            "productive_share", "run / row", "share"})
+RELATION_CELLS = ("global_batch", "n_devices", "dp")  # configuration cells data/relations.csv checks
 _PRINTED = "reported_"  # a per-step column holding the log's own figure
 
 
@@ -96,8 +97,9 @@ def metric_title(metric: str) -> str:
 
 @functools.cache
 def metric_names() -> dict[str, str]:
-    """{metric id: display name} for every metric (Polars' replace)."""
-    return {m.value: metric_name(m.value) for m in Metric}
+    """{metric id: display name} for every metric (Polars' replace), and for the configuration cells the audit's
+    relations judge (a row's global batch, devices, data-parallel size)."""
+    return {**{m.value: metric_name(m.value) for m in Metric}, **{c: COLUMN_NAMES[c] for c in RELATION_CELLS}}
 
 
 _METRIC_IDS = frozenset(m.value for m in Metric)
