@@ -38,8 +38,8 @@ def test_calc_commands_from_the_issue_print_value_unit_formula_inputs(seeded_db_
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("calc", "mfu", "model=llama9", "seq_len=4096", "tokens_per_s_per_device=1", "accelerator=h200",
-      "precision=bf16"), "unknown model 'llama9'; nearest:"),
+    (("calc", "mfu", "model=llama2-69b", "seq_len=4096", "tokens_per_s_per_device=1", "accelerator=h200",
+      "precision=bf16"), "unknown model 'llama2-69b'; nearest: llama2-70b"),  # by meaning: llama9 has no near model
     (("calc", "speedup", "candidate=0", "baseline=4583"), "candidate must be positive"),
     (("calc", "speedup", "candidate=3"), "speedup needs baseline=<number>"),
     (("calc", "mfu", "model=llama2-7b", "seq_len=4096", "tokens_per_s_per_device=1", "accelerator=h2000",
