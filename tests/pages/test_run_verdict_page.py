@@ -23,7 +23,8 @@ def _store(seeded_db: Path, folder: Path, config: RunConfig) -> tuple[str, int]:
     shutil.copy(seeded_db, folder / "perfledger.duckdb")
     url = f"duckdb:///{folder / 'perfledger.duckdb'}"
     engine = store.engine_from_url(url)
-    with pipeline.prepare(NEMO.read_bytes(), NEMO.name, config, engine=engine, limit=2**30) as prepared:
+    unnamed = NEMO.read_bytes().replace(b"name: llama3_8b_", b"name: recipe_")  # the line naming the model, gone
+    with pipeline.prepare(unnamed, NEMO.name, config, engine=engine, limit=2**30) as prepared:
         run_id = store.save_run(engine, prepared).run_id
     engine.dispose()
     return url, run_id
