@@ -177,7 +177,8 @@ def run_case(case: Case) -> Result:
     floats = [name for name, dtype in steps.schema.items() if dtype.is_float()]
     bad = [name for name in floats if steps[name].is_infinite().any()
            or (name not in NAN_ALLOWED and steps[name].is_nan().any())]
-    bad += [f"result {r.metric}" for r in summary.results if not math.isfinite(r.value)]
+    bad += [f"result {r.metric}" for r in summary.results
+            if r.value is not None and not math.isfinite(r.value)]  # None: a cell kept as printed
     return Result(BAD_VALUE, ", ".join(bad)) if bad else Result(PARSED)
 
 
