@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from perfledger.errors import ReadOnlyData
+from perfledger.errors import DataFileError, ReadOnlyData
 from perfledger.settings import load_settings
 
 
@@ -24,3 +24,16 @@ def append_rows(path: Path, rows: Iterable[Sequence[str]]) -> Path:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(("" if text.endswith("\n") or not text else "\n") + out.getvalue())
     return path
+
+
+def csv_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of each row of a curated CSV under `header`, blank and "#" lines skipped; a file
+    whose first line is not the header is refused on line 1."""
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = csv.reader(f)
+        if tuple(next(rows, ())) != header:
+            raise DataFileError(path.name, 1, f"header must be {','.join(header)}")
+        for line, cells in enumerate(rows, 2):
+            if cells and cells[0].strip() and not cells[0].startswith("#"):
+                yield line, cells
+

@@ -11,11 +11,12 @@ Three kinds of meaning:
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
+
+from perfledger.data_files import csv_rows
 
 COLUMN_NAMES_FILE = Path(__file__).resolve().parents[1] / "data" / "column_names.csv"
 HEADER = ("means", "spelling")
@@ -43,17 +44,11 @@ def read_column_names(path: Path) -> dict[str, str]:
     from perfledger.errors import DataFileError
 
     out: dict[str, str] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        if tuple(next(rows, ())) != HEADER:
-            raise DataFileError(path.name, 1, f"header must be {','.join(HEADER)}")
-        for line, cells in enumerate(rows, 2):
-            if not cells or not cells[0].strip() or cells[0].startswith("#"):
-                continue
-            if len(cells) != len(HEADER) or cells[0] not in MEANINGS or not header_key(cells[1]):
-                raise DataFileError(path.name, line, f"expected means,spelling with a meaning among "
-                                                     f"{', '.join(sorted(MEANINGS))} and a spelling")
-            out.setdefault(header_key(cells[1]), cells[0])
+    for line, cells in csv_rows(path, HEADER):
+        if len(cells) != len(HEADER) or cells[0] not in MEANINGS or not header_key(cells[1]):
+            raise DataFileError(path.name, line, f"expected means,spelling with a meaning among "
+                                                 f"{', '.join(sorted(MEANINGS))} and a spelling")
+        out.setdefault(header_key(cells[1]), cells[0])
     return out
 
 

@@ -6,7 +6,6 @@ pages. Formulas are products and quotients of quantity names and numbers, parsed
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
 import re
@@ -14,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfledger.data_files import csv_rows
 from perfledger.headers import QUANTITIES
 from perfledger.vocabulary import Metric, Workload
 
@@ -121,17 +121,11 @@ def read_relations(path: Path) -> tuple[Relation, ...]:
     from perfledger.errors import DataFileError
 
     out: list[Relation] = []
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        if tuple(next(rows, ())) != HEADER:
-            raise DataFileError(path.name, 1, f"header must be {','.join(HEADER)}")
-        for line, cells in enumerate(rows, 2):
-            if not cells or not cells[0].strip() or cells[0].startswith("#"):
-                continue
-            try:
-                out.append(_relation(cells))
-            except ValueError as exc:
-                raise DataFileError(path.name, line, str(exc)) from None
+    for line, cells in csv_rows(path, HEADER):
+        try:
+            out.append(_relation(cells))
+        except ValueError as exc:
+            raise DataFileError(path.name, line, str(exc)) from None
     return tuple(out)
 
 

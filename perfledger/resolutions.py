@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfledger.data_files import csv_rows
 from perfledger.errors import DataFileError, InvalidInput
 from perfledger.vocabulary import Evidence, Metric, Precision, SourceKind, Workload, unit_factor
 
@@ -67,18 +68,12 @@ def read_resolutions(path: Path) -> Answers:
     if not path.exists():
         return Answers()
     out: dict[tuple[str, str], str] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = csv.reader(f)
-        if tuple(next(rows, ())) != HEADER:
-            raise DataFileError(path.name, 1, f"header must be {','.join(HEADER)}")
-        for line, cells in enumerate(rows, 2):
-            if not cells or not cells[0].strip() or cells[0].startswith("#"):
-                continue
-            if len(cells) != len(HEADER) or not cells[1].strip():
-                raise DataFileError(path.name, line, f"expected {','.join(HEADER)} with a printed cell")
-            if (why := why_not(cells[0], cells[2])) is not None:
-                raise DataFileError(path.name, line, why)
-            out[(cells[0], cell_key(cells[1]))] = cells[2].strip()
+    for line, cells in csv_rows(path, HEADER):
+        if len(cells) != len(HEADER) or not cells[1].strip():
+            raise DataFileError(path.name, line, f"expected {','.join(HEADER)} with a printed cell")
+        if (why := why_not(cells[0], cells[2])) is not None:
+            raise DataFileError(path.name, line, why)
+        out[(cells[0], cell_key(cells[1]))] = cells[2].strip()
     return Answers(out)
 
 
