@@ -113,22 +113,41 @@ def run_date(conn: Connection) -> sa.ColumnElement[Any]:
 RELAXED: tuple[tuple[sa.Table, str], ...] = ((schema.result, "value"),)  # a claims cell kept as printed, not a number
 
 
+def held_not_null(conn: Connection) -> list[tuple[sa.Table, str]]:
+    """The RELAXED columns a store made before still holds NOT NULL."""
+    inspector = sa.inspect(conn)
+    return [(table, name) for table, name in RELAXED if inspector.has_table(table.name)
+            and not next((c for c in inspector.get_columns(table.name) if c["name"] == name), {}).get("nullable", True)]
+
+
 def relax_columns(conn: Connection) -> list[str]:
     """ALTER TABLE ... DROP NOT NULL for each RELAXED column a store made before still holds NOT NULL (a metadata
-    change on both engines; the rows stay), in the caller's transaction; what was relaxed."""
-    inspector = sa.inspect(conn)
-    relaxed = []
-    for table, name in RELAXED:
-        if not inspector.has_table(table.name):
-            continue
-        column = next((c for c in inspector.get_columns(table.name) if c["name"] == name), None)
-        if column is not None and not column.get("nullable", True):
-            conn.exec_driver_sql(f'ALTER TABLE {table.name} ALTER COLUMN "{name}" DROP NOT NULL')
-            relaxed.append(f"{table.name}.{name}")
-    return relaxed
+    change on both engines; the rows stay), in the caller's transaction; what was relaxed. On DuckDB a table with
+    indexes refuses it inside one transaction: there the first writer's `_relaxed` has done it already."""
+    held = held_not_null(conn)
+    for table, name in held:
+        conn.exec_driver_sql(f'ALTER TABLE {table.name} ALTER COLUMN "{name}" DROP NOT NULL')
+    return [f"{t.name}.{c}" for t, c in held]
 
 
 def _relaxed(conn: Connection) -> list[str]:
+    """relax_columns at the first write. DuckDB refuses to alter a table an index depends on, checking committed
+    state, and aborts when the indexes are dropped and made again in the alter's transaction: so there the table's
+    indexes are dropped, the column relaxed and the indexes made again, each in its own transaction (an index is
+    derived from the rows: an interruption between them costs read speed, never a row)."""
     with conn.begin():
-        return relax_columns(conn)
+        held = held_not_null(conn)
+    if not held:
+        return []
+    indexes = [ix for table in {t for t, _ in held} for ix in table.indexes] if conn.dialect.name == "duckdb" else []
+    if indexes:
+        with conn.begin():
+            for index in indexes:
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index.name}")
+    with conn.begin():
+        relaxed = relax_columns(conn)
+    with conn.begin():
+        for index in indexes:
+            index.create(conn, checkfirst=True)
+    return relaxed
 # --- end relaxed columns ---

@@ -44,8 +44,8 @@ def test_steps_of_2_to_the_31_and_40_store_and_read_back(new_store_url: Callable
 
 
 def old_metadata() -> sa.MetaData:
-    """The tables as the release before this one made them: 32-bit steps and step counts, and the step index on
-    every engine."""
+    """The tables as the release before this one made them: 32-bit steps and step counts, the step index on every
+    engine, and a result value that could not be null (a claims cell is now kept as printed, its value null)."""
     old = sa.MetaData()
     for table in schema.TABLES:
         if table in schema.CAMPAIGN_TABLES:  # they came later
@@ -57,6 +57,7 @@ def old_metadata() -> sa.MetaData:
     for index in list(old.tables["step"].indexes):
         old.tables["step"].indexes.discard(index)
     sa.Index("ix_step_run", old.tables["step"].c.run_id, old.tables["step"].c.step)
+    old.tables["result"].c.value.nullable = False
     return old
 
 
@@ -79,3 +80,7 @@ def test_a_store_with_32_bit_steps_is_widened_in_place_and_keeps_its_rows(
         kinds = {(c["name"]): c["type"] for c in sa.inspect(conn).get_columns("step")}
         run_kinds = {(c["name"]): c["type"] for c in sa.inspect(conn).get_columns("run")}
     assert isinstance(kinds["step"], sa.BigInteger) and isinstance(run_kinds["n_steps"], sa.BigInteger)
+    with engine.connect() as conn:
+        values = next(c for c in sa.inspect(conn).get_columns("result") if c["name"] == "value")
+        indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("result")}
+    assert values["nullable"] and {ix.name for ix in schema.result.indexes} <= indexes  # relaxed, indexes kept
