@@ -33,7 +33,7 @@ def mapping_panel(page: Page[Any], raw: bytes, digest: str, on_added: Callable[[
                      icon=":material/table_edit:"), st.form(key("form"), border=False):
         st.caption("Pick the step column each name is (step, step time, loss, tokens ...) and its unit; the rows "
                    "are added to data/metric_keys.csv, as `python -m perfledger keys add` would, and the file is "
-                   "read again.")
+                   "read again. A framework named below is read from these names in the files that log them.")
         picked = []
         for i, logged in enumerate(names):
             c = st.columns([3, 2, 3, 2], vertical_alignment="bottom")
@@ -54,7 +54,8 @@ def _add(picked: list[tuple[str, str, str]], framework: str, on_added: Callable[
     try:
         for i, (name, column, unit) in enumerate(picked):
             if column != SKIP:
-                fields = {"framework": framework or "*", "key": name, "column": column, "unit": unit}
+                fields = {"framework": framework or "*", "key": name, "column": column, "unit": unit,
+                          "identifies": "yes" if framework else ""}  # names no row knew: this framework's own
                 rows.append(check_row(fields, "the mapping form", i + 1))
         if not rows:
             st.warning("Pick a column for at least one name.")

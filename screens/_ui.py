@@ -342,8 +342,7 @@ def implausible(table: pl.DataFrame, db: Engine) -> None:
     folded under one line that counts them: below the answer, not in place of it."""
     lines = views.implausible_in(table, db)
     if lines:
-        with st.expander(f"The audit calls {len(lines)} configuration{'s' if len(lines) > 1 else ''} among these "
-                         "figures implausible", icon=":material/warning:"):
+        with st.expander(views.warnings_title(lines), icon=":material/warning:"):
             st.markdown("\n".join(f"- {plain(line)}" for line in lines) + "\n\nSee the Audit page, and the sources' "
                         "notes below.")
 

@@ -48,6 +48,7 @@ from perfledger.views.output import (
     row_notes,
     rows_as_inputs,
     table_file_name,
+    warnings_title,
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
@@ -119,6 +120,7 @@ __all__ = [
     "formula_of",
     "hardware",
     "implausible_in",
+    "warnings_title",
     "input_rows",
     "is_empty",
     "launches",

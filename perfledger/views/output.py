@@ -152,6 +152,21 @@ def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
             for config, ids_ in found.items()]
 
 
+def warnings_title(lines: list[str]) -> str:
+    """The one line the audit's warnings on a page are folded under: a figure plausible only at a precision its
+    source left unstated is not called implausible.
+
+    >>> warnings_title(["x: precision unstated: plausible only in FP8 (42% ...)"])
+    'The audit finds 1 configuration among these figures plausible only at a precision its source did not state'
+    >>> warnings_title(["x: 84% of the dense bf16 peak exceeds the 70% ceiling", "y: ..."])
+    'The audit calls 2 configurations among these figures implausible'
+    """
+    count = f"{len(lines)} configuration{'s' if len(lines) > 1 else ''} among these figures"
+    if all("plausible only in" in line for line in lines):
+        return f"The audit finds {count} plausible only at a precision its source did not state"
+    return f"The audit calls {count} implausible"
+
+
 def _configuration(config: tuple[Any, ...]) -> str:
     """A warned configuration (WARNING_KEYS) in words; an unstated field says so, never Python's None."""
     _, model, accelerator, devices, _ = config

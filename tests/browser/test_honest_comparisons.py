@@ -24,6 +24,9 @@ def _open_notes(page: Page) -> None:
 def test_speedups_say_the_precision_is_unstated_and_show_the_rows_notes(server: Server, page: Page) -> None:
     open_app(page, server, "/speedups")
     assert_no_exception(page)
+    for fold in ("Caveats: not like for like", "The audit finds 3 configurations"):
+        page.get_by_text(fold).click()
+        settle(page)
     text = page.inner_text(MAIN).replace("\u2060", "")
     assert UNLIKE in text and "precision unstated on both sides" in text
     assert FP8 in text and "implausible (" not in text

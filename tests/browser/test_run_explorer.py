@@ -52,7 +52,7 @@ def test_a_run_page_shows_its_configuration_and_per_step_charts(runs_server: tup
     open_app(page, server, f"/runs?run={run}")
     header = page.locator("table").filter(has_text="accelerator").first
     expect(header).to_contain_text("parallelism")
-    expect(header).to_contain_text("global / micro batch")
+    expect(header).to_contain_text("batch (global/micro)")
     expect(page.locator(CHART).first).to_be_visible()
     expect(header).to_contain_text("b200")
     expect(page.locator(CHART).nth(3)).to_be_visible()  # step time, tokens/s per device, TFLOP/s, loss

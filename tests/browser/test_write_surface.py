@@ -80,8 +80,8 @@ def test_a_page_of_another_site_rebound_to_this_machine_gets_no_write(server: Se
 
 @pytest.mark.parametrize(("name", "raw"), [
     (f"{MARKDOWN}.log", bytes(range(256)) * 16),
-    ("claims.csv", f"metric,value,unit,model,accelerator,source_id\n{MARKDOWN} https://evil.example,1,x,y,z,w\n"
-     .encode()),
+    ("claims.csv", f"metric,value,unit,model,accelerator,source_id\n"
+     f"tokens_per_s,1,tokens/s,{MARKDOWN} https://evil.example,z,w\n".encode()),  # a model name no catalog row knows
 ], ids=["file-name", "claims-text"])
 def test_the_upload_error_box_shows_a_files_name_and_text_as_typed(server: Server, page: Page, tmp_path: Path,
                                                                    name: str, raw: bytes) -> None:
@@ -89,8 +89,10 @@ def test_the_upload_error_box_shows_a_files_name_and_text_as_typed(server: Serve
     path.write_bytes(raw)
     open_app(page, server, "/runs")
     _upload_panel(page).locator('input[type="file"]').set_input_files(str(path))
-    alert = page.locator('[data-testid="stAlertContentError"]')
-    expect(alert).to_contain_text("[a site](www")
+    # a file it cannot read is an error; a claims row it keeps with a name it cannot link, a warning
+    alert = page.locator('[data-testid="stAlertContentError"], [data-testid="stAlertContentWarning"]').filter(
+        has_text="[a site](www")
+    expect(alert).to_have_count(1)
     settle(page)
     said = alert.inner_text().replace("\u2060", "")
     assert MARKDOWN in said and (name == "claims.csv") == ("https://evil.example" in said)
