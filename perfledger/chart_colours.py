@@ -1,24 +1,35 @@
-"""The charts' colours: every accelerator keeps one colour on every chart; runs and series, which are not
-accelerators, each take their own hue."""
+"""The charts' colours: every accelerator keeps one colour on every chart, its catalog row's `colour`
+(data/accelerators.csv; `catalog add` sets it for a new accelerator); runs and series, which are not accelerators,
+each take their own hue."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import polars as pl
 
-ACCELERATOR_COLOURS: dict[str, str] = {
-    "a100-40gb": "#9ccc65", "a100-80gb": "#76b900", "a800-80gb": "#558b2f", "v100-32gb": "#c5e1a5",
-    "h100-sxm": "#1b5e20", "h100-pcie": "#2e7d32", "h800": "#33691e", "h200": "#00bfa5", "gh200": "#00838f",
-    "b200": "#0277bd", "b300": "#01579b", "gb200": "#1565c0", "gb300": "#0d47a1",
-    "mi250": "#e53935", "mi250x": "#c62828", "mi300x": "#b71c1c", "mi355x": "#880e4f",
-    "gaudi2": "#1e88e5", "gaudi3": "#1976d2", "cs-2": "#f57c00", "sn30": "#8e24aa", "bow-ipu": "#6d4c41",
-    "tpu-v4": "#fbc02d", "tpu-v5e": "#f9a825", "tpu-v5p": "#f57f17",
-}
-FALLBACK_COLOUR = "#78909c"
+from perfledger.catalog.record import bundled_catalog
+
+Colours = tuple[tuple[str, str], ...]  # (accelerator id, #rrggbb): hashable, so a chart is remembered by it
+FALLBACK_COLOUR = "#78909c"  # an accelerator whose row gives no colour, or that no row names
 
 # Runs overlaid on one chart: distinct hues in this order, the main run first (Tableau 10, readable by most kinds of
 # colour vision); a run's colour says which run, not which accelerator.
 RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
                "#7f7f7f")
+
+
+@lru_cache(maxsize=1)
+def bundled_colours() -> Colours:
+    """The colours of the catalog shipped under data/, read once per process: what a chart uses when its caller
+    passes none (the pages pass their store's, perfledger.store.accelerator_colours)."""
+    rows = bundled_catalog().accelerators
+    return tuple((i, str(r["colour"])) for i, r in sorted(rows.items()) if r.get("colour"))
+
+
+def accelerator_colour(accelerator_id: str, colours: Colours | None = None) -> str:
+    """The colour of `accelerator_id` in `colours` (default: the bundled catalog's), else FALLBACK_COLOUR."""
+    return dict(bundled_colours() if colours is None else colours).get(accelerator_id, FALLBACK_COLOUR)
 
 
 def series_colours(data: pl.DataFrame) -> tuple[list[str], list[str]]:

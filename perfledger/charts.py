@@ -9,7 +9,7 @@ import altair as alt
 import polars as pl
 
 from perfledger import names, numbers
-from perfledger.chart_colours import ACCELERATOR_COLOURS, FALLBACK_COLOUR, series_colours
+from perfledger.chart_colours import FALLBACK_COLOUR, Colours, bundled_colours, series_colours
 from perfledger.views.remembered import by_content
 
 _ROW_AXIS = alt.Axis(labelLimit=420, labelOverlap=False)  # bar labels are read, never elided or dropped
@@ -33,14 +33,17 @@ def spec(build: Callable[..., Drawn], *args: Any, **kwargs: Any) -> dict[str, An
     return drawn
 
 
-def accelerator_scale(ids: list[str]) -> alt.Scale:
-    """A colour scale fixing each accelerator id to its colour (unknown ids are grey)."""
+def accelerator_scale(ids: list[str], colours: Colours | None = None) -> alt.Scale:
+    """A colour scale fixing each accelerator id to its catalog colour (`colours`, default the bundled catalog's;
+    an id without one is grey)."""
     domain = sorted({i for i in ids if i})
-    return alt.Scale(domain=domain, range=[ACCELERATOR_COLOURS.get(i, FALLBACK_COLOUR) for i in domain])
+    by_id = dict(bundled_colours() if colours is None else colours)
+    return alt.Scale(domain=domain, range=[by_id.get(i, FALLBACK_COLOUR) for i in domain])
 
 
-def _colour(frame: pl.DataFrame, column: str, title: str = "accelerator") -> alt.Color:
-    return alt.Color(f"{column}:N", scale=accelerator_scale(frame[column].drop_nulls().to_list()), title=title)
+def _colour(frame: pl.DataFrame, column: str, colours: Colours | None) -> alt.Color:
+    return alt.Color(f"{column}:N", scale=accelerator_scale(frame[column].drop_nulls().to_list(), colours),
+                     title="accelerator")
 
 
 FEW_BARS = 40  # up to this many bars carry their value as a label
@@ -136,7 +139,7 @@ def head_to_head_bars(frame: pl.DataFrame) -> Drawn:
         title=title, height=alt.Step(18)))
 
 
-def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
+def accelerator_bars(frame: pl.DataFrame, title: str, colours: Colours | None = None) -> Drawn:
     """One bar per stored figure, coloured by accelerator; `title` is the normalised unit (the x axis; a share reads
     in %). The bars and the tooltip print the normalised figure at the reading rule (",.4~r" had shown 16,913
     tokens/s as 16,910), the stored value as stored."""
@@ -151,7 +154,7 @@ def accelerator_bars(frame: pl.DataFrame, title: str) -> Drawn:
         y=alt.Y("row:N", sort="-x", title="accelerator · model · devices · precision · source · result id",
                 axis=_ROW_TITLE_ABOVE),
         x=alt.X("normalized:Q", title=title),
-        color=_colour(data, "accelerator"),
+        color=_colour(data, "accelerator", colours),
         tooltip=["accelerator name", "model", "devices", "precision", "framework",
                  alt.Tooltip("value:Q", format=TIP, title="value (as stored)"),
                  alt.Tooltip("normalized:Q", format=TIP, title=title), "source", "result id"],
@@ -199,7 +202,7 @@ def scaling_lines(points: pl.DataFrame) -> Drawn:
         title=_titled("Throughput vs devices, per series", *subtitles), height=480))
 
 
-def efficiency_bars(frame: pl.DataFrame) -> Drawn:
+def efficiency_bars(frame: pl.DataFrame, colours: Colours | None = None) -> Drawn:
     data, drawn = _most_bars(_read(frame).filter(pl.col("scaling efficiency").is_not_null(), pl.col("kind").str.starts_with("stored")).with_columns(
         pl.concat_str([pl.col("accelerator"), pl.col("model"), pl.col("devices").cast(pl.String).fill_null("?")], separator=" · ").alias("row")
     ).select("row", "accelerator", "model", "devices", "scaling efficiency", "baseline", "source", "result id"),
@@ -207,7 +210,7 @@ def efficiency_bars(frame: pl.DataFrame) -> Drawn:
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title="accelerator · model · devices", axis=_ROW_AXIS),
         x=alt.X("scaling efficiency:Q", title="scaling efficiency (%, stored)"),
-        color=_colour(data, "accelerator"),
+        color=_colour(data, "accelerator", colours),
         tooltip=["accelerator", "model", "devices", alt.Tooltip("scaling efficiency:Q", format=TIP, title="scaling efficiency (%)"),
                  "baseline", "source", "result id"],
     )
@@ -215,14 +218,14 @@ def efficiency_bars(frame: pl.DataFrame) -> Drawn:
         title=_titled("Scaling efficiency as published", drawn), height=alt.Step(18)))
 
 
-def ratio_bars(frame: pl.DataFrame) -> Drawn:
+def ratio_bars(frame: pl.DataFrame, colours: Colours | None = None) -> Drawn:
     data, drawn = _most_bars(_read(frame, "value").with_columns(
         pl.concat_str([pl.col("accelerator").fill_null("?"), pl.col("model").fill_null("?"), pl.col("result id").cast(pl.String)], separator=" · ").alias("row")
     ).select("row", "accelerator", "model", "devices", "value", "baseline", "source", "result id"), "value")
     bars = alt.Chart(data).mark_bar().encode(
         y=alt.Y("row:N", sort="-x", title="accelerator · model · result", axis=_ROW_AXIS),
         x=alt.X("value:Q", title="stored ratio (x, against the source's baseline)"),
-        color=_colour(data, "accelerator"),
+        color=_colour(data, "accelerator", colours),
         tooltip=["model", "accelerator", "devices", alt.Tooltip("value:Q", format=TIP), "baseline", "source", "result id"],
     )
     return _drawn(_labelled(bars, data.height, "value").properties(
@@ -259,7 +262,7 @@ def count_bars(frame: pl.DataFrame, column: str) -> Drawn:
                                                                                height=alt.Step(24)))
 
 
-def mlperf_bars(frame: pl.DataFrame) -> Drawn:
+def mlperf_bars(frame: pl.DataFrame, colours: Colours | None = None) -> Drawn:
     """Each MLPerf result's score (time to train, minutes, lower is better) per benchmark, coloured by accelerator."""
     minutes = "time to train (min)"
     data, drawn = _most_bars(frame.filter(pl.col(minutes).is_not_null()).with_columns(
@@ -272,7 +275,7 @@ def mlperf_bars(frame: pl.DataFrame) -> Drawn:
     bars = alt.Chart(_read(data)).mark_bar().encode(
         y=alt.Y("row:N", sort=None, title="benchmark · submitter · accelerators · run", axis=_ROW_TITLE_ABOVE),
         x=alt.X(f"{minutes}:Q", title="time to train (min, MLPerf's score; lower is better)"),
-        color=_colour(data, "accelerator"),
+        color=_colour(data, "accelerator", colours),
         tooltip=["benchmark", alt.Tooltip(f"{minutes}:Q", format=TIP), "submitter", "system", "accelerator × count",
                  "round", "run"])
     return _drawn(_labelled(bars, data.height, minutes).properties(

@@ -57,6 +57,7 @@ accelerator = Table(
     Column("evidence", Text),
     Column("note", Text),
     Column("aliases", Text),  # printed names, " | "-separated; "NAME [NOTE]" resolves with that note (a default)
+    Column("colour", String),  # "#rrggbb" on every chart; empty: the charts' fallback grey
 )
 
 model = Table(

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Boolean, Float, Integer, Table
 
 from perfledger import schema
+from perfledger.catalog.colour import colour_problem
 from perfledger.catalog.link import is_absent
 from perfledger.catalog.record import Catalog
 from perfledger.catalog.resolve import resolve_noted
@@ -60,7 +61,8 @@ def load_seed(data_dir: Path) -> Seed:
     """All four CSVs under `data_dir`, typed and cross-checked (ids referenced by results exist)."""
     sources = tuple(_read_table(data_dir / SOURCES_FILE, schema.source, _check_source))
     source_ids = frozenset(s["id"] for s in sources)
-    accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator, _check_reference(source_ids)))
+    accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator,
+                                     _check_accelerator(_check_reference(source_ids))))
     models = tuple(_read_table(data_dir / MODELS_FILE, schema.model, _check_reference(source_ids)))
     known = _Known(source_ids, frozenset(a["id"] for a in accelerators), frozenset(m["id"] for m in models),
                    Catalog.from_rows(models, accelerators))
@@ -71,7 +73,8 @@ def load_seed(data_dir: Path) -> Seed:
 def read_catalog_rows(data_dir: Path) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
     """(models, accelerators) of models.csv and accelerators.csv under `data_dir`, typed, sources unchecked."""
     models = tuple(_read_table(data_dir / MODELS_FILE, schema.model, lambda _row: None))
-    accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator, lambda _row: None))
+    accelerators = tuple(_read_table(data_dir / ACCELERATORS_FILE, schema.accelerator,
+                                     _check_accelerator(lambda _row: None)))
     return models, accelerators
 
 
@@ -171,6 +174,11 @@ def _check_reference(source_ids: frozenset[str]) -> Callable[[Row], str | None]:
         return None
 
     return check
+
+
+def _check_accelerator(check: Callable[[Row], str | None]) -> Callable[[Row], str | None]:
+    """`check`, then the accelerator's own cells (its chart colour)."""
+    return lambda row: check(row) or colour_problem(row.get("colour"))
 
 
 def _read_results(path: Path, known: _Known) -> tuple[tuple[ResultRecord, ...], tuple[Unresolved, ...]]:

@@ -18,6 +18,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from perfledger import names, store, urlstate, views
+from perfledger.chart_colours import Colours
 from perfledger.errors import PerfledgerError
 from perfledger.settings import Settings, load_settings
 from perfledger.views import links
@@ -92,6 +93,11 @@ def engine() -> Engine:
         return _engine(settings().db_url)
     except PerfledgerError as exc:
         render_error(exc)
+
+
+def colours() -> Colours:
+    """The store's accelerator colours, for the charts coloured by accelerator."""
+    return views.accelerator_colours(engine())
 
 
 @contextmanager

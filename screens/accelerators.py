@@ -92,7 +92,7 @@ if table.height == 0:
     st.info("No stored figures for these models and this metric; choose another model.")
     st.stop()
 with _ui.answer():
-    _ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0]), state, "bars")
+    _ui.chart(charts.spec(charts.accelerator_bars, table, table["normalized unit"][0], _ui.colours()), state, "bars")
     _ui.show_table(table, STORED, key="accelerators_table")
 _ui.download(state, table)
 _ui.implausible(table, db)

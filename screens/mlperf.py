@@ -44,7 +44,7 @@ if table.height == 0:
             "a result_N.txt on the Runs page, or run `python -m ingest result_0.txt`.")
     st.stop()
 with _ui.answer():
-    _ui.chart(charts.spec(charts.mlperf_bars, table), state, "time-to-train")
+    _ui.chart(charts.spec(charts.mlperf_bars, table, _ui.colours()), state, "time-to-train")
     _ui.show_table(table, STORED, key="mlperf_table", widths=WIDTHS)
 _ui.download(state, table)
 _ui.show_formula(PAGE, lambda: views.input_rows(table, db))

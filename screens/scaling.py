@@ -43,7 +43,7 @@ if table.height == 0:
 computed, stored = views.rows_of_kind(table, "computed"), views.rows_of_kind(table, "stored")
 with _ui.answer():
     if state.section == "sensitivity" and stored.height:
-        _ui.chart(charts.spec(charts.ratio_bars, stored), state, "stored")
+        _ui.chart(charts.spec(charts.ratio_bars, stored, _ui.colours()), state, "stored")
     if state.section == "scaling" and state.chart == "computed":
         if computed.height:
             _ui.chart(charts.spec(charts.scaling_lines, views.scaling.chart_points(table)), state, "lines")
@@ -53,7 +53,7 @@ with _ui.answer():
     if state.section == "scaling" and state.chart == "stored":
         if stored.height:
             st.caption("Stored (published) figures, each with the baseline the source names.")
-            _ui.chart(charts.spec(charts.efficiency_bars, stored), state, "stored")
+            _ui.chart(charts.spec(charts.efficiency_bars, stored, _ui.colours()), state, "stored")
         else:
             st.info("No published scaling efficiency for this selection.")
     _ui.show_table(table, STORED, key="scaling_table")

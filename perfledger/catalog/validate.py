@@ -5,7 +5,8 @@ table it fills is read from its header. A row whose id the catalog holds updates
 stored ones, aliases are added to the stored ones); a new id adds a row. Checks: ids are lowercase slugs and
 appear once; cells have their column's type; a new row has its table's required columns; a model's parameter
 count agrees with its shape within PARAMS_TOLERANCE (else its note must explain the difference); counts, sizes
-and peaks are positive and a peak never grows with the width of its precision; no alias names another id.
+and peaks are positive and a peak never grows with the width of its precision; an accelerator's colour is #rrggbb; no alias names
+another id.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy import Table
 
 from perfledger import schema
 from perfledger.calc.shape_detail import parse_detail
+from perfledger.catalog.colour import colour_problem
 from perfledger.catalog.names import exact_key, normalize_name
 from perfledger.catalog.record import Alias, Catalog, format_aliases, parse_aliases
 from perfledger.errors import DataFileError, InvalidInput
@@ -169,7 +171,7 @@ def _problem(kind: str, row: Row, source_ids: frozenset[str]) -> str | None:
     if row.get("source_id") is not None and row["source_id"] not in source_ids:
         return f"unknown source_id {row['source_id']!r} (add the source first)"
     if kind == "accelerator":
-        return _peaks_problem(row)
+        return colour_problem(row.get("colour")) or _peaks_problem(row)
     if row.get("ffn_kind") not in (None, "gelu", "swiglu"):
         return f"ffn_kind must be gelu or swiglu (or empty), got {row['ffn_kind']!r}"
     if row.get("heads") and row.get("kv_heads") and row["heads"] % row["kv_heads"]:

@@ -24,6 +24,7 @@ from perfledger.store.campaigns import (
 )
 from perfledger.store.catalog_table import (
     CatalogWrite,
+    accelerator_colours,
     catalog_record,
     link_name,
     save_catalog_rows,
@@ -67,6 +68,7 @@ __all__ = [
     "InitReport",
     "RunRow",
     "SaveResult",
+    "accelerator_colours",
     "accelerators",
     "add_results",
     "apply_answer",

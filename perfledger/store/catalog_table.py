@@ -97,6 +97,25 @@ def fill_aliases(conn: Connection, kind: str, rows: Sequence[Mapping[str, Any]])
     return len(filled)
 
 
+def fill_colours(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Stored accelerators with no colour take that of `rows` (data/): a store made before the catalog had colours
+    gets them at its next `init`; a colour set since (catalog add) is kept. The number of rows filled."""
+    table = schema.accelerator
+    empty = set(conn.scalars(sa.select(table.c.id).where(table.c.colour.is_(None))))
+    filled = [r for r in rows if r["id"] in empty and r.get("colour")]
+    for row in filled:
+        conn.execute(table.update().where(table.c.id == row["id"]).values(colour=row["colour"]))
+    return len(filled)
+
+
+def accelerator_colours(engine: Engine) -> tuple[tuple[str, str], ...]:
+    """(accelerator id, #rrggbb) of each stored accelerator that has a colour, by id."""
+    table = schema.accelerator
+    with connection(engine, write=False) as conn:
+        return tuple((str(i), str(c)) for i, c in conn.execute(
+            sa.select(table.c.id, table.c.colour).where(table.c.colour.is_not(None)).order_by(table.c.id)))
+
+
 def _printed(kind: str) -> tuple[sa.ColumnElement[Any], sa.ColumnElement[Any], sa.ColumnElement[Any]]:
     """(id column, printed column, the name a row goes by: printed, else its id) of `kind` on the result table."""
     r = schema.result

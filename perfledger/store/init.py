@@ -10,7 +10,7 @@ from sqlalchemy import Connection, Engine
 from perfledger import schema
 from perfledger.errors import StoreError
 from perfledger.records import InitReport
-from perfledger.store.catalog_table import add_alias_columns, fill_aliases
+from perfledger.store.catalog_table import add_alias_columns, fill_aliases, fill_colours
 from perfledger.store.engine import connection
 from perfledger.store.lake import LakeSpec, lake_of
 from perfledger.store.lake_steps import create_step_table, drop_step_table, sweep_orphans
@@ -84,6 +84,7 @@ def init_store(engine: Engine, data_dir: Path) -> InitReport:
         inserted["model"] = insert_missing(conn, schema.model, seed.models)
         fill_aliases(conn, "accelerator", seed.accelerators)
         fill_aliases(conn, "model", seed.models)
+        fill_colours(conn, seed.accelerators)
         inserted["result"] = insert_results(conn, seed.results)
         lake = lake_of(engine)
         if lake is not None:

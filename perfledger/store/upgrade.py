@@ -76,7 +76,8 @@ def upgrade(conn: Connection) -> list[str]:
 
 # --- run date: the run's own date (schema.run.ran_at) ---
 ADDED: tuple[tuple[sa.Table, str], ...] = ((schema.run, "ran_at"), (schema.result, "printed"),
-                                          (schema.result, "unread"), (schema.model, "shape_detail"))
+                                          (schema.result, "unread"), (schema.model, "shape_detail"),
+                                          (schema.accelerator, "colour"))
 
 
 def add_columns(conn: Connection) -> list[str]:
@@ -117,7 +118,7 @@ def held_not_null(conn: Connection) -> list[tuple[sa.Table, str]]:
     """The RELAXED columns a store made before still holds NOT NULL."""
     inspector = sa.inspect(conn)
     return [(table, name) for table, name in RELAXED if inspector.has_table(table.name)
-            and not next((c for c in inspector.get_columns(table.name) if c["name"] == name), {}).get("nullable", True)]
+            and any(c["name"] == name and not c["nullable"] for c in inspector.get_columns(table.name))]
 
 
 def relax_columns(conn: Connection) -> list[str]:

@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from perfledger import store
 from perfledger.calc import formula_of
 from perfledger.calc.normalise import NORMALIZATIONS
+from perfledger.chart_colours import Colours
 from perfledger.views import (
     accelerators,
     audit,
@@ -52,6 +53,7 @@ from perfledger.views.output import (
 )
 from perfledger.views.overview import OverviewView
 from perfledger.views.registry import PAGES, Page, page, page_of, state_from_query, table
+from perfledger.views.remembered import until_written
 from perfledger.views.run_diff import config_diff
 from perfledger.views.run_figures import nearest_claims, printed_vs_recomputed
 from perfledger.views.runs import RunsView, launches, not_steady, run_steps, run_summary
@@ -64,6 +66,12 @@ from perfledger.views.time_to_train import TimeToTrainView, chosen_row, measured
 SLUGS = registry.slugs()
 PAGE_STATES = {p.slug: p.state for p in PAGES}
 FORMULAS_BY_PAGE = {p.slug: p.formulas for p in PAGES}
+
+
+@until_written(keep=4)
+def accelerator_colours(engine: Engine) -> Colours:
+    """The store's accelerator colours (perfledger.store.accelerator_colours), read again only after a write."""
+    return store.accelerator_colours(engine)
 
 
 def unknown_in(state: object, engine: Engine) -> list[str]:
@@ -120,7 +128,6 @@ __all__ = [
     "formula_of",
     "hardware",
     "implausible_in",
-    "warnings_title",
     "input_rows",
     "is_empty",
     "launches",
@@ -154,5 +161,6 @@ __all__ = [
     "verdict",
     "verdict_counts",
     "verdict_text",
+    "warnings_title",
     "with_input_rows",
 ]

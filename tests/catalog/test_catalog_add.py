@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from perfledger import catalog, store
+from perfledger import catalog, charts, store
 from perfledger.catalog.validate import read_catalog_file, shape_params
+from perfledger.chart_colours import FALLBACK_COLOUR
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import ResultRecord
 
@@ -102,7 +103,27 @@ def test_a_wider_precision_with_a_higher_peak_is_refused(seeded_engine: Engine, 
     assert "bf16_tflops must be positive" in reasons[3]
 
 
-@pytest.mark.parametrize("header", ["name,family", "id,aliases", "id,colour"])
+def test_a_new_accelerator_keeps_the_colour_its_row_gives_on_every_chart(writable_engine: Engine,
+                                                                          tmp_path: Path) -> None:
+    path = _file(tmp_path, "id,vendor,name,unit_basis,bf16_tflops,colour",
+                 "x1,Acme,X1,GPU,500,#123abc", "x2,Acme,X2,GPU,600,")
+    assert _check(writable_engine, path) is not None
+    colours = store.accelerator_colours(writable_engine)
+    assert ("x1", "#123abc") in colours and "x2" not in dict(colours)
+    scale = charts.accelerator_scale(["x1", "x2", "h200"], colours).to_dict()
+    assert (scale["domain"], scale["range"]) == (["h200", "x1", "x2"], [dict(colours)["h200"], "#123abc", FALLBACK_COLOUR])
+
+
+def test_a_colour_that_is_not_rrggbb_is_refused_with_its_line(seeded_engine: Engine, tmp_path: Path) -> None:
+    path = _file(tmp_path, "id,vendor,name,unit_basis,colour", "x1,Acme,X1,GPU,green", "x2,Acme,X2,GPU,#12345",
+                 "x3,Acme,X3,GPU,#00ff7F")
+    checked = read_catalog_file(path, store.catalog_record(seeded_engine), frozenset())
+    reasons = {v.line: v.reason or "" for v in checked.refused}
+    assert set(reasons) == {2, 3} and all("colour must be #rrggbb" in r for r in reasons.values())
+    assert "'green'" in reasons[2]
+
+
+@pytest.mark.parametrize("header", ["name,family", "id,aliases", "id,hue"])
 def test_a_header_that_names_no_single_table_is_refused(seeded_engine: Engine, tmp_path: Path, header: str) -> None:
     with pytest.raises(InvalidInput):
         read_catalog_file(_file(tmp_path, header, "a,b"), store.catalog_record(seeded_engine), frozenset())

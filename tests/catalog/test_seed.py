@@ -148,6 +148,18 @@ def test_unknown_source_reference_is_rejected(tmp_path: Path) -> None:
         load_seed(data)
 
 
+def test_a_bad_accelerator_colour_names_file_and_line(tmp_path: Path) -> None:
+    data = _copy_data(tmp_path)
+    _replace_line(data / "accelerators.csv", 3, {"colour": "76b900"})
+    with pytest.raises(DataFileError, match=r"accelerators.csv:3: colour must be #rrggbb"):
+        load_seed(data)
+
+
+def test_every_bundled_accelerator_has_a_colour_of_its_own(seed: Seed) -> None:
+    colours = [a["colour"] for a in seed.accelerators if a["colour"]]
+    assert len(colours) >= 25 and len(set(colours)) == len(colours)
+
+
 def test_wrong_header_is_rejected(tmp_path: Path) -> None:
     data = _copy_data(tmp_path)
     text = (data / "models.csv").read_text(encoding="utf-8").replace("kv_heads", "kvheads", 1)

@@ -30,16 +30,17 @@ def _page_charts(engine: Engine) -> dict[str, charts.Drawn]:
     scaling = table("scaling", views.ScalingView(), engine)
     sensitivity = table("scaling", views.ScalingView(section="sensitivity"), engine)
     accel = table("accelerators", views.AcceleratorView(norm="mfu"), engine)
+    colours = views.accelerator_colours(engine)  # as the pages pass them
     return {
         "overview": charts.count_bars(table("overview", views.OverviewView(), engine), views.OverviewView().by),
         "speedups": charts.speedup_bars(table("speedups", views.SpeedupView(), engine)),
         "speedups-fsdp": charts.speedup_bars(table("speedups", views.SpeedupView(preset="fsdp"), engine)),
-        "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0]),
-        "mlperf": charts.mlperf_bars(table("mlperf", views.mlperf.MlperfView(), engine)),
+        "accelerators": charts.accelerator_bars(accel, accel["normalized unit"][0], colours),
+        "mlperf": charts.mlperf_bars(table("mlperf", views.mlperf.MlperfView(), engine), colours),
         "head-to-head": charts.head_to_head_bars(table("accelerators", views.AcceleratorView(section="head"), engine)),
         "scaling-lines": charts.scaling_lines(points_by_devices(views.rows_of_kind(scaling, "computed"))),
-        "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored")),
-        "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored")),
+        "scaling-stored": charts.efficiency_bars(views.rows_of_kind(scaling, "stored"), colours),
+        "sensitivity": charts.ratio_bars(views.rows_of_kind(sensitivity, "stored"), colours),
         "time-to-train": charts.time_vs_devices(table("time-to-train", views.TimeToTrainView(), engine)),
         "run-step-time": step_charts.step_times(_STEPS.with_columns(phase=pl.lit("steady")), (1, 3)),
         "run-step-figure": step_charts.step_figure(_STEPS, "tokens_per_s_per_device", "Tokens/s per device",
@@ -78,13 +79,16 @@ def test_axis_titles_say_their_unit(page_specs: dict[str, dict[str, Any]]) -> No
         assert all("(" in t or "/" in t or t in COUNTS for t in quantitative), f"{name}: {quantitative}"
 
 
-def test_accelerator_colours_are_the_catalogue_colours(page_specs: dict[str, dict[str, Any]]) -> None:
-    for name, spec in page_specs.items():
-        for sub in _specs(spec):
-            colour = sub.get("encoding", {}).get("color", {})
-            if colour.get("field") == "accelerator":
-                scale = colour["scale"]
-                assert scale["range"] == [charts.ACCELERATOR_COLOURS.get(a, "#78909c") for a in scale["domain"]], name
+def test_accelerator_colours_are_the_catalogue_colours(page_specs: dict[str, dict[str, Any]],
+                                                      seeded_engine: Engine) -> None:
+    catalog = store.catalog_record(seeded_engine).accelerators
+    scales = [sub["encoding"]["color"]["scale"] for spec in page_specs.values() for sub in _specs(spec)
+              if sub.get("encoding", {}).get("color", {}).get("field") == "accelerator"]
+    assert len(scales) >= 4
+    for scale in scales:
+        assert scale["range"] == [catalog[a]["colour"] if a in catalog else "#78909c" for a in scale["domain"]]
+    drawn = {a for scale in scales for a in scale["domain"] if a in catalog}
+    assert {"h100-sxm", "a100-80gb"} <= drawn and all(catalog[a]["colour"] for a in drawn)
 
 
 def test_few_bars_carry_their_values_and_the_overview_axis_is_logarithmic(
