@@ -22,52 +22,23 @@ from perfledger.views._shared import (
     TOKEN_METRIC,
     WORKLOADS,
     CatalogRef,
-    contains,
     frame_of,
     of_workload,
     rows_by_id,
 )
 from perfledger.views.columns import reading_order
+from perfledger.views.speedup_presets import RATIO_METRIC, Preset, Side, presets
 
-SPEEDUP_PRESETS = ("nemo", "fsdp", "rlhf", "custom")
-PRESET_LABELS = {"nemo": "H200 vs A100 (NeMo)", "fsdp": "FSDP vs 3D", "rlhf": "RLHF ± TensorRT-LLM",
-                 "custom": "Build your own"}
-PRESET_TITLES = {
-    "nemo": "NeMo on H200 vs A100, Llama 2 7B / 13B / 70B (seq 4096, global batch 128)",
-    "fsdp": "FSDP vs 3D parallelism, NeMo GPT-20B on 8-128 H100 (stored ratios)",
-    "rlhf": "RLHF with vs without TensorRT-LLM in the loop, NeMo on H100 (stored ratios)",
-    "custom": "Custom comparison",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Side:
-    """Filters naming one side of a comparison; "" matches anything."""
-
-    accelerator: str = ""
-    framework: str = ""
-    version: str = ""
-    strategy: str = ""
-    precision: str = ""
-
-    def expr(self) -> pl.Expr:
-        conds = [pl.lit(True)]
-        if self.accelerator:
-            conds.append(pl.col("accelerator_id") == self.accelerator)
-        for column, value in (("framework", self.framework), ("framework_version", self.version),
-                              ("strategy", self.strategy), ("precision", self.precision)):
-            if value:
-                conds.append(contains(column, value))
-        return pl.all_horizontal(conds)
-
-    def label(self) -> str:
-        parts = (self.accelerator, self.framework, self.version, self.strategy, self.precision)
-        return " · ".join(v for v in parts if v) or "any"
+CUSTOM = "custom"  # the page's own comparison, built from the URL's sides
+SPEEDUP_PRESETS = (*(p.id for p in presets()), CUSTOM)
+PRESET_LABELS = {**{p.id: p.label for p in presets()}, CUSTOM: "Build your own"}
+PRESET_TITLES = {**{p.id: p.title for p in presets()}, CUSTOM: "Custom comparison"}
+PRESETS: dict[str, Preset] = {p.id: p for p in presets()}
 
 
 @dataclass(frozen=True)
 class SpeedupView:
-    preset: str = u.key("p", "nemo", choices=SPEEDUP_PRESETS)
+    preset: str = u.key("p", SPEEDUP_PRESETS[0], choices=SPEEDUP_PRESETS)
     models: tuple[str, ...] = u.key("m", ("llama2-7b", "llama2-13b", "llama2-70b"))
     metric: str = u.key("mt", TOKEN_METRIC, choices=(TOKEN_METRIC, "tokens_per_s", TFLOPS_METRIC, "mfu"))
     base_acc: str = u.key("ba", "a100-80gb")
@@ -88,17 +59,17 @@ class SpeedupView:
 
     def caveat(self) -> str:
         """What a custom comparison mixes on request ("" when it compares like with like)."""
-        return MIXED_WORKLOADS if self.preset == "custom" and self.workload == ALL_WORKLOADS else ""
+        return MIXED_WORKLOADS if self.preset == CUSTOM and self.workload == ALL_WORKLOADS else ""
 
     def describe(self) -> str:
-        if self.preset != "custom":
+        if self.preset != CUSTOM:
             return PRESET_TITLES[self.preset]
         scope = ", ".join(self.models) or "every model"
         return f"{self.cand_side().label()} vs {self.base_side().label()} on {scope} ({self.workload})"
 
     def catalog_ids(self) -> tuple[CatalogRef, ...]:
         """The model and accelerator ids a custom comparison names (a preset names its own)."""
-        if self.preset != "custom":
+        if self.preset != CUSTOM:
             return ()
         return (("m", "model", self.models), ("ba", "accelerator", (self.base_acc,)),
                 ("ca", "accelerator", (self.cand_acc,)))
@@ -109,29 +80,6 @@ class SpeedupView:
     def cand_side(self) -> Side:
         return Side(self.cand_acc, self.cand_fw, self.cand_ver, self.cand_strategy, self.cand_precision)
 
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    models: tuple[str, ...]
-    metric: str
-    base: Side | None
-    cand: Side | None
-    stored: Callable[[], pl.Expr]
-    source: str | None = None
-
-
-PRESETS: dict[str, Preset] = {
-    "nemo": Preset(
-        ("llama2-7b", "llama2-13b", "llama2-70b"), TOKEN_METRIC,
-        Side("a100-80gb", "nemo"), Side("h200", "nemo"),
-        lambda: pl.col("accelerator_id") == "h200", "nv_blog_nemo_h200_2023",
-    ),
-    "fsdp": Preset(("gpt3-20b",), TOKEN_METRIC, None, None, lambda: pl.col("strategy") == "fsdp"),
-    "rlhf": Preset(
-        ("gpt3-2b", "llama2-7b", "llama2-13b", "llama2-70b"), TOKEN_METRIC, None, None,
-        lambda: pl.col("workload") == "rlhf",
-    ),
-}
 
 SPEEDUP_SCHEMA: dict[str, pl.DataType] = {  # what is compared, the ratio and its caveats first; details after
     "model": pl.String(), "baseline": pl.String(), "candidate": pl.String(), "speedup (x)": pl.Float64(),
@@ -158,11 +106,11 @@ def not_like_for_like(table_frame: pl.DataFrame) -> str:
 
 
 def _resolved(state: SpeedupView) -> Preset:
-    if state.preset != "custom":
+    if state.preset != CUSTOM:
         return PRESETS[state.preset]
     cand = state.cand_side()
     return Preset(state.models, state.metric, state.base_side(), cand,
-                  lambda: pl.col("accelerator_id") == cand.accelerator if cand.accelerator else pl.lit(True))
+                  (("accelerator_id", cand.accelerator),) if cand.accelerator else ())
 
 
 def _label(row: Mapping[str, Any]) -> str:
@@ -217,14 +165,14 @@ def _computed_pairs(rows: pl.DataFrame, preset: Preset, models: Mapping[str, dic
 
 
 def _stored_ratios(rows: pl.DataFrame, preset: Preset) -> list[dict[str, Any]]:
-    stored = rows.filter(pl.col("metric") == "relative_throughput", preset.stored().fill_null(False))
+    stored = rows.filter(pl.col("metric") == RATIO_METRIC, preset.stored_expr().fill_null(False))
     if preset.source:
         stored = stored.filter(pl.col("source_id") == preset.source)
     return [
         {
             "model": r["model_id"], "kind": "stored ratio (published)",
             "baseline": r["baseline"] or "named in the source", "candidate": _label(r),
-            "candidate devices": r["n_devices"], "metric": "relative_throughput", "speedup (x)": r["value"],
+            "candidate devices": r["n_devices"], "metric": RATIO_METRIC, "speedup (x)": r["value"],
             "caveats": "a published ratio: shown as stored, not recomputed",
             "source": r["source_id"], "candidate result id": r["id"],
         }
@@ -236,7 +184,7 @@ def table(state: SpeedupView, engine: Engine) -> pl.DataFrame:
     """Candidate vs baseline for each model: speedup = candidate / baseline, TFLOPS published and recomputed."""
     preset = _resolved(state)
     rows = store.results(engine, model_ids=list(preset.models) if preset.models else None)
-    if state.preset == "custom":
+    if state.preset == CUSTOM:
         rows = of_workload(rows, state.workload)
     models = rows_by_id(store.models(engine))
     frame = frame_of(_computed_pairs(rows, preset, models, state.formula) + _stored_ratios(rows, preset),
