@@ -25,6 +25,7 @@ from perfledger.views._shared import (
     store_workload,
 )
 from perfledger.views.columns import reading_order
+from perfledger.views.speedup_presets import presets
 
 SECTIONS = ("scaling", "sensitivity")
 # The Scaling section draws one chart at a time: two stacked (480 px of lines, up to 60 bars) pushed the table
@@ -70,7 +71,9 @@ SCALING_METRICS = ("tokens_per_s_per_device", "tokens_per_s", "relative_throughp
 # A series is calc.pairing's (source, model, workload, precision, strategy, accelerator, ...) of one metric.
 _SERIES_COLUMNS = (*SERIES_COLUMNS, "metric")
 _RECORD_COLUMNS = ("n_devices", "value", "unit", "id")
-_SCALING_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline", "note")
+_BASE_INPUTS = (*_SERIES_COLUMNS, *_RECORD_COLUMNS, "global_batch", "baseline", "note")
+# and the columns the Speedups presets filter their published ratios by (see _shown_on_speedups)
+_SCALING_INPUTS = (*_BASE_INPUTS, *sorted({c for p in presets() for c, _ in p.stored} - set(_BASE_INPUTS)))
 
 
 def _series_name() -> pl.Expr:
@@ -101,13 +104,20 @@ def _computed(rows: pl.DataFrame) -> list[dict[str, Any]]:
             for p in scaling_series(members, itemgetter("_series"), TOKEN_METRIC)]
 
 
+def _shown_on_speedups() -> pl.Expr:
+    """A published ratio one of the Speedups presets shows (data/speedup_presets.csv): a comparison of two setups
+    (H200 vs A100, FSDP vs 3D, RLHF with vs without TensorRT-LLM), neither a study of scale nor of one setting,
+    is read there and not here. A row no preset names stays, whatever its accelerator or strategy."""
+    shown = [p.shows_ratio() for p in presets()]
+    return pl.any_horizontal(shown).fill_null(False) if shown else pl.lit(False)
+
+
 def _stored(rows: pl.DataFrame, sensitivity: bool) -> list[dict[str, Any]]:
-    rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"])).select(
-        *_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "note")
+    rel = rows.filter(pl.col("metric").is_in(["relative_throughput", "scaling_efficiency"]),
+                      ~_shown_on_speedups()).select(*_SERIES_COLUMNS, *_RECORD_COLUMNS, "baseline", "note")
     out = []
     for r in rel.to_dicts():
-        if (is_scaling_claim(r) == sensitivity or r["workload"] == "rlhf" or r["strategy"] == "fsdp"
-                or r["accelerator_id"] == "h200"):
+        if is_scaling_claim(r) == sensitivity:
             continue
         eff = r["value"] if r["metric"] == "scaling_efficiency" else None
         out.append(_record(f"{r['source_id']} · {r['model_id']} · {r['accelerator_id']}", r, None, None, eff,
