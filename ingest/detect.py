@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -69,10 +70,10 @@ def weigh(head: str, *, file_name: str) -> Detection:
         raise UnknownFormat(file_name, None, f"not a log format perfledger reads (known: {known})")
     lines = head.split("\n")
     if len(candidates) == 1:  # nothing to weigh: count its evidence only as far as MIN_EVIDENCE
-        claims = (i for i, line in enumerate(lines) if candidates[0].claims(line))
+        claims = (i for i, line, claim in _claimed(lines, candidates[0]) if claim)
         return Detection(candidates[0], sum(1 for _ in itertools.islice(claims, MIN_EVIDENCE)),
                          _stray(lines, outweighed, candidates[0]))
-    claimed = [[i for i, line in enumerate(lines) if parser.claims(line)] for parser in candidates]
+    claimed = [[i for i, _, claim in _claimed(lines, parser) if claim] for parser in candidates]
     if not claimed[0]:
         return Detection(candidates[0], 0)
     best = max(range(len(candidates)), key=lambda k: (len(claimed[k]), -k))
@@ -90,8 +91,15 @@ def weigh(head: str, *, file_name: str) -> Detection:
 def _stray(lines: list[str], outweighed: list[type[LogParser]], winner: type[LogParser]) -> tuple[StrayLine, ...]:
     """The head lines an outweighed format claimed that the winner does not: a stray `:::MLLOG` line atop a console
     log of records."""
-    return tuple(StrayLine(i + 1, parser.format) for parser in outweighed for i, line in enumerate(lines)
-                 if parser.claims(line) and not winner.claims(line))
+    own = winner.claimer()
+    return tuple(StrayLine(i + 1, parser.format) for parser in outweighed for i, _, claim in _claimed(lines, parser)
+                 if claim and not own(lines[i]))
+
+
+def _claimed(lines: list[str], parser: type[LogParser]) -> Iterator[tuple[int, str, bool]]:
+    """(index, line, whether `parser` claims it) of each line, lazily, the parser's data rows loaded once."""
+    claims = parser.claimer()
+    return ((i, line, claims(line)) for i, line in enumerate(lines))
 
 
 def _without_fallback(candidates: list[type[LogParser]], head: str) -> list[type[LogParser]]:
@@ -101,7 +109,7 @@ def _without_fallback(candidates: list[type[LogParser]], head: str) -> list[type
     lines = head.split("\n")
 
     def claimed(parser: type[LogParser]) -> int:
-        return sum(1 for _ in itertools.islice((line for line in lines if parser.claims(line)), MIN_EVIDENCE))
+        return sum(1 for _ in itertools.islice((i for i, _, claim in _claimed(lines, parser) if claim), MIN_EVIDENCE))
 
     own = [p for p in candidates if not p.fallback]
     last = [p for p in candidates if p.fallback]

@@ -46,7 +46,7 @@ def known_rows(engine: store.Engine) -> KnownRows:
 def bundled_rows() -> KnownRows:
     """data/'s catalog (PERFLEDGER_DATA_DIR), models and accelerators only."""
     from perfledger.seed import read_catalog_rows
-    from perfledger.settings import load_settings
+    from perfledger.settings import data_dir as settings_data_dir
 
-    models, accelerators = read_catalog_rows(load_settings().data_dir)
+    models, accelerators = read_catalog_rows(settings_data_dir())
     return KnownRows(Catalog.from_rows(models, accelerators), BUNDLED_NOTE)

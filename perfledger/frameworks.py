@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfledger.errors import DataFileError
-from perfledger.settings import load_settings
+from perfledger.settings import data_dir as settings_data_dir
 from perfledger.vocabulary import LogFormat
 
 FRAMEWORKS_FILE = "frameworks.csv"
@@ -134,7 +134,7 @@ class Frameworks:
 
 
 def data_path(name: str, data_dir: Path | None = None) -> Path:
-    return (data_dir or load_settings().data_dir) / name
+    return (data_dir or settings_data_dir()) / name
 
 
 def load_frameworks(data_dir: Path | None = None) -> Frameworks:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from perfledger.data_files import append_rows
 from perfledger.errors import DataFileError
-from perfledger.settings import load_settings
+from perfledger.settings import data_dir as settings_data_dir
 
 FILE_NAME = "metric_keys.csv"
 HEADER = ("framework", "key", "column", "unit", "requires", "identifies", "note", "origin")
@@ -212,7 +212,7 @@ class Vocabulary:
 
 
 def vocabulary_path(data_dir: Path | None = None) -> Path:
-    return (data_dir or load_settings().data_dir) / FILE_NAME
+    return (data_dir or settings_data_dir()) / FILE_NAME
 
 
 def load_vocabulary(data_dir: Path | None = None) -> Vocabulary:

@@ -21,7 +21,7 @@ from pathlib import Path
 from perfledger.calc.repeats import ScoringRule
 from perfledger.data_files import append_rows
 from perfledger.errors import DataFileError
-from perfledger.settings import load_settings
+from perfledger.settings import data_dir as settings_data_dir
 
 FILE_NAME = "mlperf_scoring.csv"
 HEADER = ("benchmark", "problem", "runs", "dropped_each_end", "max_non_converged", "source", "locator")
@@ -46,7 +46,7 @@ class CheckedRules:
 
 
 def rules_path(data_dir: Path | None = None) -> Path:
-    return (data_dir or load_settings().data_dir) / FILE_NAME
+    return (data_dir or settings_data_dir()) / FILE_NAME
 
 
 def load_rules(data_dir: Path | None = None) -> dict[str, ScoringRule]:

@@ -79,9 +79,9 @@ def read_resolutions(path: Path) -> Answers:
 
 def resolutions_path(data_dir: Path | None = None) -> Path:
     """The resolutions file of the data folder (PERFLEDGER_DATA_DIR, else data/)."""
-    from perfledger.settings import load_settings
+    from perfledger.settings import data_dir as settings_data_dir
 
-    return (data_dir or load_settings().data_dir) / FILE_NAME
+    return (data_dir or settings_data_dir()) / FILE_NAME
 
 
 def answers(data_dir: Path | None = None) -> Answers:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, ClassVar
 
@@ -132,6 +132,12 @@ class LogParser(ABC):
         """Whether one line is evidence of this format (detection weighs the head's lines by this); by default the
         line alone would pass sniff()."""
         return cls.sniff(line, "")
+
+    @classmethod
+    def claimer(cls) -> Callable[[str], bool]:
+        """claims() for the lines of one head: a reader whose claims consult data rows (frameworks, keys) loads
+        them here once instead of once a line."""
+        return cls.claims
 
     @abstractmethod
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:

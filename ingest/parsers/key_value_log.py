@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import polars as pl
@@ -91,12 +91,20 @@ class KeyValueLogParser(LogParser):
         """A line a framework row recognises, or a record with a loss, a clock or a speed (a step and a learning rate
         alone is another format's line as often: DeepSpeed's `[Rank 0] step=10, skipped=0, lr=[...]`); not a JSON
         line (the record reader's)."""
-        if line.lstrip().startswith('{"'):
-            return False
-        if load_frameworks().recognised([line], _GRAMMAR):
-            return True
-        pairs = line_pairs(line)
-        return is_record(pairs) and bool(_columns(load_vocabulary(), frozenset(pairs), ()) & _EVIDENCE)
+        return cls.claimer()(line)
+
+    @classmethod
+    def claimer(cls) -> Callable[[str], bool]:
+        frameworks, vocabulary = load_frameworks(), load_vocabulary()
+
+        def claims(line: str) -> bool:
+            if line.lstrip().startswith('{"'):
+                return False
+            if frameworks.recognised([line], _GRAMMAR):
+                return True
+            pairs = line_pairs(line)
+            return is_record(pairs) and bool(_columns(vocabulary, frozenset(pairs), ()) & _EVIDENCE)
+        return claims
 
     def __init__(self, file_name: str) -> None:
         super().__init__(file_name)
