@@ -47,19 +47,20 @@ def sort_parquet(files: Sequence[Path], column: str, out: Path) -> Path:
     past SORT_MEMORY, so its memory does not grow with the rows."""
     import duckdb  # here, not at the top: an ingest into PostgreSQL of steps in order never loads DuckDB (~50 MB)
 
-    names = ", ".join(_sql_text(path) for path in files)
+    names = ", ".join(sql_text(path) for path in files)
     key = '"' + column.replace('"', '""') + '"'
     with duckdb.connect() as con:
         # Two threads: DuckDB's threads share the memory limit, and many of them under 64 MB fail. Ties are
         # ordered by the file's place in the list and the row's in its file (numbers: the file's name as a key
         # made every row carry its path through the sort).
         con.execute(f"SET threads = 2; SET memory_limit = '{SORT_MEMORY}'; "
-                    f"SET temp_directory = {_sql_text(out.parent / (out.name + '.spill'))}")
+                    f"SET temp_directory = {sql_text(out.parent / (out.name + '.spill'))}")
         con.execute(f"COPY (SELECT * EXCLUDE (file_row_number) FROM read_parquet([{names}], "
                     "union_by_name = true, file_row_number = true) "
-                    f"ORDER BY {key}, file_index, file_row_number) TO {_sql_text(out)} (FORMAT parquet)")
+                    f"ORDER BY {key}, file_index, file_row_number) TO {sql_text(out)} (FORMAT parquet)")
     return out
 
 
-def _sql_text(path: Path) -> str:
+def sql_text(path: Path) -> str:
+    """A path as an SQL string literal (DuckDB's COPY, read_parquet and SET take no bound parameter)."""
     return "'" + str(path).replace("'", "''") + "'"

@@ -20,8 +20,7 @@ from sqlalchemy import Connection
 
 from perfledger import schema
 from perfledger.records import STEP_SCHEMA, StepFiles
-from perfledger.spools import spool_folder, spooling
-from perfledger.store.engine import sql_text
+from perfledger.spools import spool_folder, spooling, sql_text
 from perfledger.store.lake import LakeSpec, lake_of
 from perfledger.store.lake_steps import staged
 

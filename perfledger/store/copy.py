@@ -15,11 +15,11 @@ from sqlalchemy import Connection, Engine
 
 from perfledger import schema
 from perfledger.errors import StoreError
-from perfledger.spools import spool_folder
+from perfledger.spools import spool_folder, sql_text
 from perfledger.store import lake_steps
 from perfledger.store.bulk import FrameWriter
 from perfledger.store.engine import connection as _connection
-from perfledger.store.engine import is_duckdb, mask_url, sql_text
+from perfledger.store.engine import is_duckdb, mask_url
 from perfledger.store.init import create_schema, has_schema
 from perfledger.store.lake import lake_of
 from perfledger.store.read import cast_to, counts, polars_type

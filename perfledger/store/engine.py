@@ -2,7 +2,7 @@
 
 No connection is held between calls (NullPool), so another process can take DuckDB's file lock whenever
 no query of ours is running; inside `reading()` (one page render) the reads share one connection instead.
-Readers open a DuckDB file read-only, writers read-write for their transaction only (see `_opens_read_only`).
+Readers open a DuckDB file read-only, writers read-write for their transaction only (see `reading_files.opens_read_only`).
 Driver exceptions become perfledger errors here and nowhere else.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import polars as pl
 import sqlalchemy as sa
 from duckdb import Error as DuckDBError
-from sqlalchemy import Connection, Engine, event
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
@@ -30,7 +30,9 @@ from perfledger.errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError, St
 from perfledger.settings import load_settings
 from perfledger.store.lake import LakeSpec, is_lake_url, keep_steps_in, lake_of, refuse_plain_opening
 from perfledger.store.leftovers import COMMIT_BY_CHECKPOINT, remove_dead_spools, remove_orphan_rows
+from perfledger.store.reading_files import OPENING_TO_READ, opens_read_only
 from perfledger.store.stamp import stamp_write
+from perfledger.store.upgrade import pending as upgrade_pending
 from perfledger.store.upgrade import upgrade
 from perfledger.store.writers import RETRY_MAX_S, say_waiting, writer_turn
 
@@ -105,6 +107,9 @@ def lock_holder(message: str) -> str | None:
 
 
 _MISSING_TABLE = re.compile(r"Table with name \w+ does not exist|relation \"\w+\" does not exist")
+_MISSING_COLUMN = re.compile(r"does not have a column named|column \S+ does not exist")
+BEHIND = ("the store was made by an earlier release of perfledger and is read-only here: run `python -m perfledger "
+          "init --db URL` once where writing is allowed")
 
 
 def disk_of(engine: Engine) -> str:
@@ -156,6 +161,8 @@ def _said(engine: Engine, orig: BaseException | None) -> StoreError:
     reason = str(orig).splitlines()[0]
     if _MISSING_TABLE.search(reason):
         return StoreNotInitialised(url, reason + " (is the store initialised? run: python -m perfledger init)")
+    if _MISSING_COLUMN.search(reason):  # a read-only store of an earlier release (see _catch_up)
+        return StoreError(url, reason + f" ({BEHIND})")
     return StoreError(url, reason)
 
 
@@ -228,6 +235,8 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
     """
     if write and load_settings().read_only:
         raise ReadOnlyStore(mask_url(str(engine.url)))
+    if not write and _store_key(engine) not in _CURRENT:
+        _catch_up(engine)
     now = _READING.get()
     if now is not None and write:
         now.close()
@@ -331,11 +340,11 @@ def _shared(now: _Reading, engine: Engine) -> Iterator[Connection]:
 def _connect(engine: Engine, *, write: bool) -> Connection:
     """A new connection, retrying while the DuckDB file is held, up to `lock_wait_s`; a writer says it waits.
 
-    A reader of a DuckDB file opens it read-only (see `_opens_read_only`)."""
+    A reader of a DuckDB file opens it read-only (see `reading_files.opens_read_only`)."""
     wait_s = load_settings().lock_wait_s
     deadline = time.monotonic() + wait_s
     delay, told = 0.01, False
-    token = _OPENING_TO_READ.set(not write and _opens_read_only(engine))
+    token = OPENING_TO_READ.set(not write and opens_read_only(engine))
     try:
         while True:
             try:
@@ -350,35 +359,25 @@ def _connect(engine: Engine, *, write: bool) -> Connection:
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
     finally:
-        _OPENING_TO_READ.reset(token)
-
-
-def _opens_read_only(engine: Engine) -> bool:
-    """Whether a reader of `engine` opens it read-only: an existing DuckDB file.
-
-    DuckDB lets many processes open a file read-only at once, but none while one holds it read-write. Readers
-    that opened it read-write (a page render, a copy or backup out of the file) locked each other out: a copy
-    running made 6 of 33 page loads say "the store is busy". Now only writers hold it read-write, for their
-    transaction; a reader meeting one retries as a writer does. A file not made yet is opened as it is (a read
-    of a new store makes it, empty).
-    """
-    database = engine.url.database
-    if not is_duckdb(engine) or database in (None, "", ":memory:") or not Path(database).exists():
-        return False
-    if not event.contains(engine, "do_connect", _read_only_when_asked):
-        event.listen(engine, "do_connect", _read_only_when_asked)
-    return True
-
-
-_OPENING_TO_READ: ContextVar[bool] = ContextVar("perfledger_opening_to_read", default=False)
-
-
-def _read_only_when_asked(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
-    if _OPENING_TO_READ.get():
-        cparams["read_only"] = True
+        OPENING_TO_READ.reset(token)
 
 
 _SWEPT: set[str] = set()  # the stores this process has written to once (the sweep committed)
+_CURRENT: set[str] = set()  # the stores this process found up to this release's schema
+
+
+def _catch_up(engine: Engine) -> None:
+    """A store of an earlier release is upgraded before its first read too (a page would read a column it lacks),
+    by this process's first write, empty."""
+    with translated(engine), _connect(engine, write=False) as conn:
+        behind = upgrade_pending(conn)
+    if behind and load_settings().read_only:  # left as it is: a page it lacks a column for says BEHIND
+        return
+    if behind:
+        hand_over()
+        with connection(engine, write=True):
+            pass
+    _CURRENT.add(_store_key(engine))
 
 
 def _store_key(engine: Engine) -> str:  # a DuckLake store apart from its ledger opened plainly
@@ -393,8 +392,3 @@ def _sweep(engine: Engine, conn: Connection) -> None:
     elif lake_of(engine) is None:
         refuse_plain_opening(conn, mask_url(str(engine.url)))
     remove_dead_spools()
-
-
-def sql_text(path: Path) -> str:
-    """A path as an SQL string literal."""
-    return "'" + str(path).replace("'", "''") + "'"

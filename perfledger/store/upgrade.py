@@ -68,6 +68,18 @@ def add_campaign_tables(conn: Connection) -> list[str]:
     return [t.name for t in missing]
 
 
+def pending(conn: Connection) -> bool:
+    """Whether a store of an earlier release lacks what `upgrade` brings (False for a store with no runs table:
+    `create_schema` makes it whole)."""
+    inspector = sa.inspect(conn)
+    if not inspector.has_table(schema.run.name):
+        return False
+    lacks = any(c not in {col["name"] for col in inspector.get_columns(t.name)} for t, c in ADDED
+                if inspector.has_table(t.name))
+    return bool(lacks or narrow_columns(conn) or held_not_null(conn)
+                or any(not inspector.has_table(t.name) for t in schema.LATER_TABLES))
+
+
 def upgrade(conn: Connection) -> list[str]:
     """Bring a store of an earlier release up to this schema in place (`conn` not in a transaction): the columns
     widened and added, as "table.column"."""

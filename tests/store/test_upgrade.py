@@ -84,3 +84,36 @@ def test_a_store_with_32_bit_steps_is_widened_in_place_and_keeps_its_rows(
         values = next(c for c in sa.inspect(conn).get_columns("result") if c["name"] == "value")
         indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("result")}
     assert values["nullable"] and {ix.name for ix in schema.result.indexes} <= indexes  # relaxed, indexes kept
+
+
+def before_added_columns() -> sa.MetaData:
+    """The tables as a release before the columns of upgrade.ADDED (a model's shape detail, a result kept as
+    printed, an accelerator's colour, a run's date) made them."""
+    from perfledger.store.upgrade import ADDED
+
+    old = sa.MetaData()
+    for table in schema.TABLES:
+        columns = [sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+                   for c in table.c if (table, c.name) not in ADDED]
+        sa.Table(table.name, old, *columns)
+    return old
+
+
+def test_a_store_of_an_earlier_release_is_brought_up_to_date_by_its_first_read(
+        backend: str, new_store_url: Callable[..., str], monkeypatch: pytest.MonkeyPatch,
+        capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """A dashboard never writes when it starts: the Accelerators page of a store made before result.printed had
+    failed with the database's 'no such column' until something was uploaded. Read-only, the page says what to run."""
+    url = new_store_url("before-added")
+    raw = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with raw.begin() as conn:
+        before_added_columns().create_all(conn)
+    raw.dispose()
+    monkeypatch.setenv("PERFLEDGER_READ_ONLY", "1")
+    assert cli.main(["export", "accelerators", "", "--db", url]) != 0
+    assert "made by an earlier release of perfledger" in capsysbinary.readouterr().err.decode()
+    monkeypatch.delenv("PERFLEDGER_READ_ONLY")
+    assert cli.main(["export", "accelerators", "", "--db", url]) == 0
+    with store.engine_from_url(url).connect() as conn:
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("result")}
+    assert {"printed", "unread"} <= columns
