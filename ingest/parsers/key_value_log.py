@@ -229,6 +229,9 @@ class KeyValueLogParser(LogParser):
 
     def _bar(self, pairs: dict[str, str], has_figure: bool, rows: list[dict[str, str]]) -> None:
         total = int(pairs.get("progress/total") or 0)
+        # a bar that ran to its end before this one drew (loading weights, a dataset map, an evaluation) is over:
+        # it is not the training bar, however large its total (transformers 5 counts tensors: "427/427")
+        self.bars = {t: bar for t, bar in self.bars.items() if t == total or not _finished(bar)}
         self.bars[total] = pairs
         if has_figure:
             self._close(rows)
@@ -290,6 +293,11 @@ class KeyValueLogParser(LogParser):
     def _summary_results(self) -> tuple[ResultRecord, ...]:
         return self.records.summary_results(self.summary, locator="the log's end-of-run summary") \
             if self.summary else ()
+
+
+def _finished(bar: dict[str, str]) -> bool:
+    done, total = bar.get("progress/n", ""), bar.get("progress/total", "")
+    return done.isdigit() and total.isdigit() and int(done) >= int(total) > 0
 
 
 def _merge(block: dict[str, str], more: dict[str, str]) -> None:
