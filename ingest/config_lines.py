@@ -27,6 +27,9 @@ MAX_VALUES = 16  # distinct values kept per field and framework
 MAX_WHERE_CHARS = 160
 _FALSY = frozenset({"false", "none", "null", "0", "no", "off", "", "~"})
 _COUNT = re.compile(r"^[+]?(\d{1,3}(?:,\d{3})+|\d+)(?:\.0+)?$")
+PARENT_LOOKBACK = 64
+_NESTED = re.compile(r"^( +)[A-Za-z_][\w.-]*\s*:")
+_PARENT = re.compile(r"^( *)([A-Za-z_][\w.-]*):\s*$")
 _VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;{}\[\]()'\"]+)"
 
 
@@ -56,7 +59,8 @@ class _Table:
 
 
 def _spelled(key: str) -> str:
-    return r"\s+".join(re.escape(word).replace("_", "[_-]").replace(r"\-", "[_-]") for word in key.split())
+    return r"\s+".join(re.escape(word).replace("_", "[_-]").replace(r"\-", "[_-]").replace(r"\.", "[./]")
+                       for word in key.split())
 
 
 @functools.lru_cache(maxsize=4)
@@ -99,7 +103,7 @@ class ConfigLines:
             return []
         lines = whole.str.split("\n").explode()
         hits = lines.str.contains(table.search).arg_true()
-        return [(first_lineno + i, lines[i]) for i in hits.to_list()]
+        return [(first_lineno + i, _under_parent(lines, i)) for i in hits.to_list()]
 
     def beside(self, prepare: Callable[[TextChunk], Any], feed: Callable[[Any], pl.DataFrame]) -> \
             tuple[Callable[[TextChunk], Any], Callable[[Any], pl.DataFrame]]:
@@ -179,6 +183,23 @@ class ConfigLines:
             out.append(Statement(row.field, count, f"{count:,} lines like {where}", row.framework, weak=True,
                                  times=count, key=row.key))
         return out
+
+
+def _under_parent(lines: pl.Series, i: int) -> str:
+    """An indented YAML `key: value` line as `parent.key: value` (the nearest less indented `parent:` line above
+    it, within PARENT_LOOKBACK lines): `tokenizer:` / `  name: EleutherAI/gpt-neox-20b` is the tokenizer's name,
+    read by the `tokenizer.name` row, not a run's `name`."""
+    line = str(lines[i])
+    if (m := _NESTED.match(line)) is None:
+        return line
+    indent = len(m.group(1))
+    for above in reversed(lines.slice(max(i - PARENT_LOOKBACK, 0), min(i, PARENT_LOOKBACK)).to_list()):
+        if above is None or not above.strip():
+            continue
+        if len(above) - len(above.lstrip(" ")) < indent:
+            parent = _PARENT.match(above)
+            return f"{m.group(1)}{parent.group(2)}.{line[indent:]}" if parent is not None else line
+    return line
 
 
 def _group(m: re.Match[str]) -> str:

@@ -113,13 +113,19 @@ def resolve_config(config: RunConfig) -> RunConfig:
     """Names as printed -> canonical ids where the catalog knows them; the printed text is kept beside."""
     return replace(
         config,
-        model=catalog.resolve_or_none("model", config.model or config.model_as_printed) or config.model,
+        model=catalog.resolve_or_none("model", config.model or _one_name(config.model_as_printed)) or config.model,
         model_as_printed=config.model_as_printed or config.model,
         accelerator=catalog.resolve_or_none("accelerator", config.accelerator or config.accelerator_as_printed)
         or config.accelerator,
         accelerator_as_printed=config.accelerator_as_printed or config.accelerator,
         precision=catalog.normalize_precision(config.precision) if config.precision else None,
     )
+
+
+def _one_name(printed: str | None) -> str | None:
+    """The name as printed, or None when it joins several ("a | b": the log named more than one model, which is
+    asked of the user, never resolved to whichever the catalog finds first in the joined text)."""
+    return None if printed is None or " | " in printed else printed
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -43,3 +44,45 @@ def test_the_grpo_log_respelled_as_transformers_4_stores_the_same_step_time(writ
     assert respelled != text and "'loss': 0," in respelled
     ours = _stored_step_time(writable_engine, respelled.encode(), "respelled_" + GRPO.name)
     assert ours == pytest.approx(_stored_step_time(writable_engine, GRPO.read_bytes(), GRPO.name), rel=1e-9)
+
+
+FOUNDRY = HELDOUT / "llm_foundry_mpt_1b_8gpu_logs.txt"
+TOKENIZER_BLOCK = "tokenizer:\n  name: EleutherAI/gpt-neox-20b\n"
+
+
+def _stored(engine: Engine, raw: bytes, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    outcome = ingest_bytes(engine, raw, name)
+    assert outcome.run_id is not None
+    stored = store.run(engine, outcome.run_id)
+    assert stored is not None and stored.summary is not None
+    return dict(stored.config), dict(stored.summary)
+
+
+def test_a_tokenizer_name_is_never_the_model(writable_engine: Engine) -> None:
+    config, summary = _stored(writable_engine, FOUNDRY.read_bytes(), FOUNDRY.name)
+    assert config["model"] == "mpt-1b" and "gpt-neox" not in str(config["model_as_printed"])
+    # with gpt-neox-20b's shape the run was stored at 2,108 TFLOP/s per device; the log prints 151 (speed monitor)
+    assert summary["model_tflops_per_device"] == pytest.approx(150.99, rel=0.02)
+
+
+@pytest.mark.parametrize("spelling", ["tokenizer_name: EleutherAI/gpt-neox-20b\n",
+                                      "tokenizer.name: EleutherAI/gpt-neox-20b\n",
+                                      "tokenizer:\n    name_or_path: EleutherAI/gpt-neox-20b\n"])
+def test_the_tokenizer_respelled_still_never_names_the_model(writable_engine: Engine, spelling: str) -> None:
+    text = FOUNDRY.read_text(encoding="utf-8")
+    assert TOKENIZER_BLOCK in text
+    config, summary = _stored(writable_engine, text.replace(TOKENIZER_BLOCK, spelling).encode(), "r_" + FOUNDRY.name)
+    plain_config, plain_summary = _stored(writable_engine, FOUNDRY.read_bytes(), FOUNDRY.name)
+    assert config["model"] == plain_config["model"] == "mpt-1b"
+    assert summary["model_tflops_per_device"] == pytest.approx(plain_summary["model_tflops_per_device"], rel=1e-9)
+
+
+def test_two_models_named_are_stored_unlinked_not_resolved_from_the_joined_names(writable_engine: Engine) -> None:
+    """llm-foundry's hf_causal_lm configs print the checkpoint the run starts from; here it names another model
+    than the run name: the run is kept as printed and asked, with no model's FLOPs."""
+    text = FOUNDRY.read_text(encoding="utf-8").replace(
+        "  name: mpt_causal_lm\n", "  name: hf_causal_lm\n  pretrained_model_name_or_path: mosaicml/mpt-7b\n")
+    config, summary = _stored(writable_engine, text.encode(), "two_models_" + FOUNDRY.name)
+    assert config.get("model") is None
+    assert "mosaicml/mpt-7b" in config["model_as_printed"] and "mpt-1b-gpus-8" in config["model_as_printed"]
+    assert summary.get("model_tflops_per_device") is None
