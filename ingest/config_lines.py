@@ -77,7 +77,8 @@ def _table(frameworks: Frameworks) -> _Table:
     alternation = "|".join(f"(?P<{g}>{_spelled(k)})" for g, k in names.items())
     plain = re.compile(r"(?<![\w-])(?P<dash>--)?(?:" + alternation + r")(?![\w-])['\"]?(?P<sep>\s*[:=]\s*|\s+)?"
                        + _VALUE + "?") if keys else None
-    rust_keys = "|".join(_spelled(k) for k in keys)
+    # a key under a parent (`speed_monitor.window_size`) is found by its last part too: YAML prints it nested
+    rust_keys = "|".join(_spelled(k) for k in dict.fromkeys([*keys, *(k.rsplit(".", 1)[-1] for k in keys)]))
     search = "|".join(p for p in (
         rf"(?:^|[^\w-])(?:{rust_keys})['\"]?\s*[:=]" if keys else "",
         rf"--(?:{rust_keys})(?:\s|$)" if keys else "",

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from ingest.pipeline import ingest_bytes
 from perfledger import store
+from perfledger.views.run_figures import printed_vs_recomputed
 
 HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "heldout"
 GRPO = HELDOUT / "trl_grpo_qwen35_9b_transformers5_string_metrics.log"
@@ -86,3 +87,27 @@ def test_two_models_named_are_stored_unlinked_not_resolved_from_the_joined_names
     assert config.get("model") is None
     assert "mosaicml/mpt-7b" in config["model_as_printed"] and "mpt-1b-gpus-8" in config["model_as_printed"]
     assert summary.get("model_tflops_per_device") is None
+
+
+FOUNDRY_OWN_TOKENS_S = 15825.4623  # manifest.csv: median of the printed device tokens/s, batches 14-36
+
+
+def test_a_speed_monitors_windowed_figure_is_kept_beside_ours_over_the_windows_inside_the_steady_window(
+        writable_engine: Engine) -> None:
+    """Composer's speed monitor prints means over its last 10 batches (`window_size: 10`, nested in the YAML
+    dump); the ones printed before a whole window of steady steps still average warm-up: the log's own figure is
+    the median of those printed after it, stored and shown beside the recomputed one, not instead of it."""
+    outcome = ingest_bytes(writable_engine, FOUNDRY.read_bytes(), FOUNDRY.name)
+    assert outcome.run_id is not None
+    config, summary = _stored(writable_engine, FOUNDRY.read_bytes(), FOUNDRY.name)
+    assert config["printed_window"] == 10
+    reported = summary["reported"]
+    assert reported["reported_tokens_per_s_per_device"] == pytest.approx(FOUNDRY_OWN_TOKENS_S, rel=1e-9)
+    assert "10-step means" in reported["printed_over"]["tokens_per_s_per_device"]
+    shown = printed_vs_recomputed(writable_engine, outcome.run_id).row(0, named=True)
+    assert shown["printed"] == pytest.approx(FOUNDRY_OWN_TOKENS_S, rel=1e-9)
+    assert shown["recomputed"] == pytest.approx(summary["tokens_per_s_per_device"])
+    assert shown["relative_difference"] == pytest.approx(shown["recomputed"] / FOUNDRY_OWN_TOKENS_S - 1)
+    assert "10-step means" in shown["printed_over"]
+    # the FLOPs convention is read at the log's own tokens/s: the catalog's default reproduces its TFLOP/s
+    assert reported["explained_by_formula"] == "default"
