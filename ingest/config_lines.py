@@ -94,7 +94,7 @@ class ConfigLines:
     found: dict[tuple[str, str], dict[str | int, Statement]] = field(default_factory=dict)
     lines: dict[ConfigKey, tuple[int, str]] = field(default_factory=dict)  # a `lines` row: count, first where
 
-    def prepare(self, text: str, first_lineno: int) -> list[tuple[int, str]]:
+    def prepare(self, text: str, first_lineno: int) -> list[tuple[int, str, str]]:
         """The lines of a chunk that may state something, with their line numbers (no state read)."""
         table = _table(self.frameworks)
         if not table.search or not text:
@@ -104,38 +104,40 @@ class ConfigLines:
             return []
         lines = whole.str.split("\n").explode()
         hits = lines.str.contains(table.search).arg_true()
-        return [(first_lineno + i, _under_parent(lines, i)) for i in hits.to_list()]
+        return [(first_lineno + i, _under_parent(lines, i), str(lines[i])) for i in hits.to_list()]
 
     def beside(self, prepare: Callable[[TextChunk], Any], feed: Callable[[Any], pl.DataFrame]) -> \
             tuple[Callable[[TextChunk], Any], Callable[[Any], pl.DataFrame]]:
         """A parser's (prepare, feed) for read_ahead with this scan's own preparing and feeding beside them: the
         configuration lines are searched for on the reader threads, in the same pass."""
 
-        def prepare_both(chunk: TextChunk) -> tuple[Any, list[tuple[int, str]]]:
+        def prepare_both(chunk: TextChunk) -> tuple[Any, list[tuple[int, str, str]]]:
             return prepare(chunk), self.prepare(chunk.text, chunk.first_lineno)
 
-        def feed_both(prepared: tuple[Any, list[tuple[int, str]]]) -> pl.DataFrame:
+        def feed_both(prepared: tuple[Any, list[tuple[int, str, str]]]) -> pl.DataFrame:
             self.feed(prepared[1])
             return feed(prepared[0])
 
         return prepare_both, feed_both
 
-    def feed(self, candidates: Sequence[tuple[int, str]]) -> None:
+    def feed(self, candidates: Sequence[tuple[int, str, str]]) -> None:
+        """Each candidate line (its number, its text read under its YAML parent, its text as printed: the one a
+        statement quotes)."""
         table = _table(self.frameworks)
-        for lineno, line in candidates:
+        for lineno, line, printed in candidates:
             if len(line) > 64 * 1024:
                 continue
             if table.plain is not None:
                 for m in table.plain.finditer(line):
                     for row in table.by_group[_group(m)]:
-                        self._plain(row, m, lineno, line)
+                        self._plain(row, m, lineno, line, printed)
             for row, pattern in table.patterns:
                 if (found := pattern.search(line)) is not None:
-                    self._pattern(row, found, lineno, line)
+                    self._pattern(row, found, lineno, line, printed)
 
-    def _plain(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str) -> None:
+    def _plain(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str, printed: str) -> None:
         value, sep, dash = m.group("value"), m.group("sep"), m.group("dash")
-        where = _where(lineno, line, m.span())
+        where = _where(lineno, printed, m.span() if printed == line else None)
         if row.unit == "flag":
             bare = dash and (sep is None or not sep.strip() and (value is None or value.startswith("-")))
             if bare or (sep and sep.strip() and value is not None and value.strip("'\"").lower() not in _FALSY):
@@ -145,8 +147,8 @@ class ConfigLines:
             return
         self._read(row, value, where)
 
-    def _pattern(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str) -> None:
-        where = _where(lineno, line, m.span())
+    def _pattern(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str, printed: str) -> None:
+        where = _where(lineno, printed, m.span() if printed == line else None)
         if row.unit == "lines":
             count, first = self.lines.get(row, (0, where))
             self.lines[row] = (count + 1, first)
