@@ -7,7 +7,8 @@ prints named values. What a line holds is read by ingest/parsers/_console.py; th
 - a line with a step and a training figure (or a clock) is a record;
 - a line with a step and nothing else opens a block (`[batch=20/20]:`, `Train step 3/100 done.`): the lines that
   follow it in the block's own form (a box-drawn table's rows, lines that carry the framework's line prefix, as
-  Composer's `Train <name>: <value>`) add their values to it; any other line closes it;
+  Composer's `Train <name>: <value>`, lines indented under it, as OLMo's `    train/Perplexity=45,773`) add their
+  values to it; any other line closes it;
 - a progress bar's frame is a record when its description or postfix holds a training figure (torchtune's
   `1|51|Loss: 1.23`); otherwise it says where the training bar is (the one with the largest total) and how long
   it has run, and a record without a step of its own (a printed `{'loss': ...}` dict) takes them;
@@ -84,7 +85,7 @@ class KeyValueLogParser(LogParser):
         lines = head.split("\n")
         if load_frameworks().recognised(lines, _GRAMMAR):
             return True
-        return sum(1 for line in lines if is_record(line_pairs(line))) >= MIN_RECORD_LINES
+        return sum(1 for line in _with_indented(lines) if is_record(line_pairs(line))) >= MIN_RECORD_LINES
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -148,7 +149,7 @@ class KeyValueLogParser(LogParser):
         for line in lines:
             for frame in line.split("\r") if "\r" in line else (line,):
                 text = self._unprefixed(frame)
-                self._frame(text, rows, continues=text is not frame or is_table_row(text))
+                self._frame(text, rows, continues=text is not frame or is_table_row(text) or _indented(text))
         return self._steps(rows)
 
     def _columnar(self, chunk: columnar.Chunk) -> list[dict[str, str]] | None:
@@ -290,6 +291,22 @@ class KeyValueLogParser(LogParser):
     def _summary_results(self) -> tuple[ResultRecord, ...]:
         return self.records.summary_results(self.summary, locator="the log's end-of-run summary") \
             if self.summary else ()
+
+
+def _with_indented(lines: list[str]) -> list[str]:
+    """The lines with each run of indented lines joined to the line above it (a block read as one record)."""
+    out: list[str] = []
+    for line in lines:
+        if out and _indented(line) and line.strip():
+            out[-1] += "  " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
+def _indented(text: str) -> bool:
+    """A line indented under a block's first line (OLMo's `[step=2/739328]` then `    train/Perplexity=45,773`)."""
+    return text[:1] in (" ", "\t")
 
 
 def _merge(block: dict[str, str], more: dict[str, str]) -> None:
