@@ -44,9 +44,10 @@ _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _DICT_ITEM = re.compile(r"""['"]([^'"\n]{1,80})['"]\s*:\s*(?:['"]([^'"\n]{0,80})['"]|(""" + _NUMBER + r"""))""")
 _BAR = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[(" + _CLOCK + r")<(?:" + _CLOCK + r"|\?),\s{0,8}"
                   r"(?:([\d.]+)(it/s|s/it)|\?it/s)([^\]]{0,400})\]")
-# a position printed in brackets right after a word or another bracket, with no name of its own: mmengine's
+# a position printed in brackets right after a closing bracket or glued to a word, with no name of its own (not
+# "Using [24/24] GPUs"): mmengine's
 # "Iter(train) [ 10/720]" and "Epoch(train) [1][ 10/720]", MiniMind's "Epoch:[1/1](100/44173)"
-_POSITION = re.compile(r"(?<=[A-Za-z_)\]])\s?[\[(]\s{0,8}(\d{1,12})\s{0,8}/\s{0,8}(\d{1,12})[\])]")
+_POSITION = re.compile(r"(?:(?<=[)\]])\s?|(?<=[A-Za-z_]))[\[(]\s{0,8}(\d{1,12})\s{0,8}/\s{0,8}(\d{1,12})[\])]")
 _CELL = re.compile(r"[^│┃|]+")
 _NUMBER_CELL = re.compile(_NUMBER)
 _DIGITS = re.compile(r"\d+")

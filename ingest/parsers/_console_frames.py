@@ -7,7 +7,7 @@ lines of one shape print the same names in the same places. The first line of a 
 (ingest/parsers/_console.line_spans) into a plan (ingest/parsers/_console.Shapes); every line of the shape then takes
 each value from its own runs of digits, in one Polars expression per value. A chunk is read this way when each of
 its lines is a record (a step and a figure), a block's first line (a step alone), or a line in a block's own form (a
-framework's line prefix, a table row, an indented line) following one; lines of a block are merged first value first, as the line by
+framework's line prefix, a table row) following one; lines of a block are merged first value first, as the line by
 line reader merges them.
 """
 
@@ -41,7 +41,7 @@ def shaped(lines: list[str], prefixes: tuple[re.Pattern[str], ...]) -> Chunk | N
     if not lines or text.str.contains("\r", literal=True).any():
         return None
     frame = pl.DataFrame({"i": pl.int_range(len(lines), eager=True), "text": text})
-    continues = frame["text"].str.contains("│", literal=True) | frame["text"].str.contains(r"^[|\t ]")
+    continues = frame["text"].str.contains("│", literal=True) | frame["text"].str.starts_with("|")
     for prefix in prefixes:
         try:
             found = frame["text"].str.contains("^(?:" + prefix.pattern + ")")

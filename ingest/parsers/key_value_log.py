@@ -113,6 +113,7 @@ class KeyValueLogParser(LogParser):
         self.records = StepRecords(clock_only_steps=True)
         self.prefixes: tuple[re.Pattern[str], ...] | None = None  # the recognised frameworks' line prefixes
         self.block: dict[str, str] | None = None  # the record a step-only line opened, still taking values
+        self.block_indent = 0  # how far its first line is indented
         self.bars: dict[int, dict[str, str]] = {}  # each progress bar's last frame, by its total
         self.summary: dict[str, str] = {}  # the run's totals, first printing of each kept
         self.summary_lines = 0
@@ -149,7 +150,7 @@ class KeyValueLogParser(LogParser):
         for line in lines:
             for frame in line.split("\r") if "\r" in line else (line,):
                 text = self._unprefixed(frame)
-                self._frame(text, rows, continues=text is not frame or is_table_row(text) or _indented(text))
+                self._frame(text, rows, continues=text is not frame or is_table_row(text) or self._under_block(text))
         return self._steps(rows)
 
     def _columnar(self, chunk: columnar.Chunk) -> list[dict[str, str]] | None:
@@ -163,6 +164,7 @@ class KeyValueLogParser(LogParser):
         if found is None:
             return None
         rows, self.block = found
+        self.block_indent = 0
         return rows
 
     def _plan(self, text: str) -> tuple[Plan, str]:
@@ -192,6 +194,11 @@ class KeyValueLogParser(LogParser):
                 return frame[m.end():]
         return frame
 
+    def _under_block(self, text: str) -> bool:
+        """A line indented deeper than the open block's first line (OLMo's `[step=2/739328]` then
+        `    train/Perplexity=45,773`): the block's own."""
+        return self.block is not None and text.strip() != "" and _indent(text) > self.block_indent
+
     def _named(self, name: str) -> str | None:
         """The name a printed name is kept as: itself when the vocabulary knows it; an unknown name of several words
         without its leading words ("Train loss/train/total" as "loss/train/total"); None when not kept."""
@@ -214,7 +221,7 @@ class KeyValueLogParser(LogParser):
             if has_figure:
                 rows.append(pairs)
             else:
-                self.block = pairs
+                self.block, self.block_indent = pairs, _indent(text)
         elif self.block is not None:
             for name, value in pairs.items():
                 self.block.setdefault(name, value)
@@ -294,19 +301,20 @@ class KeyValueLogParser(LogParser):
 
 
 def _with_indented(lines: list[str]) -> list[str]:
-    """The lines with each run of indented lines joined to the line above it (a block read as one record)."""
+    """The lines with the lines indented under a line joined to it (a block read as one record)."""
     out: list[str] = []
+    outer = 0
     for line in lines:
-        if out and _indented(line) and line.strip():
+        if out and line.strip() and _indent(line) > outer:
             out[-1] += "  " + line.strip()
         else:
             out.append(line)
+            outer = _indent(line)
     return out
 
 
-def _indented(text: str) -> bool:
-    """A line indented under a block's first line (OLMo's `[step=2/739328]` then `    train/Perplexity=45,773`)."""
-    return text[:1] in (" ", "\t")
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
 
 
 def _merge(block: dict[str, str], more: dict[str, str]) -> None:

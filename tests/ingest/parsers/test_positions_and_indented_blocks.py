@@ -54,11 +54,12 @@ def test_a_bracketed_position_with_timestamps_gives_the_step_time(empty_engine: 
     assert summary["last_step"] == 1100
 
 
-def test_a_position_needs_a_word_or_bracket_before_it() -> None:
+def test_a_position_follows_a_bracket_or_is_glued_to_a_word() -> None:
     assert line_pairs("Epoch:[1/1](100/44173) loss:6.460")["position/n"] == "100"
     assert line_pairs("Iter(train) [ 10/720]  time: 2.68")["position/total"] == "720"
     assert line_pairs("Epoch(train) [1][ 10/720]  time: 2.68")["position/n"] == "10"  # the innermost position
     assert "position/n" not in line_pairs("loss: 1.0 [3/4]")  # a number before the bracket: no position
+    assert "position/n" not in line_pairs("[12:00:01][I] Using [24/24] GPUs loss: 1.0")  # a count, not a step
 
 
 def _blocks(step_key: str, tokens_key: str, indent: str) -> bytes:
@@ -83,3 +84,13 @@ def test_a_step_header_with_indented_key_value_lines_is_one_record(empty_engine:
     assert summary["steps"] == 12
     assert summary["step_time_s_median"] == pytest.approx(1 / 0.0869)
     assert summary["reported"]["reported_tokens_per_s_per_device"] == pytest.approx(45_001)
+
+
+def test_lines_indented_no_deeper_than_a_step_line_are_not_its_block(empty_engine: Engine) -> None:
+    """Script source printed before the log: `    7. wait on step 3` then lines at its own indentation (or code
+    under it) are no record; the log's own lines still read (modded-nanogpt prints its script first)."""
+    source = "def train():\n    7. wait on step 3, then go\n    step_time: 2.0\n"
+    log = "".join(f"step:{s}/40 train_time:{100 * s}ms step_avg:100.00ms\n" for s in range(1, 41))
+    outcome = ingest_bytes(empty_engine, (source + log).encode(), "script_then_log.txt")
+    assert outcome.run_id is not None and outcome.steps == 40
+    assert outcome.summary.steady_state_json()["step_time_s_median"] == pytest.approx(0.1)
