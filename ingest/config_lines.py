@@ -27,6 +27,9 @@ MAX_VALUES = 16  # distinct values kept per field and framework
 MAX_WHERE_CHARS = 160
 _FALSY = frozenset({"false", "none", "null", "0", "no", "off", "", "~"})
 _COUNT = re.compile(r"^[+]?(\d{1,3}(?:,\d{3})+|\d+)(?:\.0+)?$")
+PARENT_LOOKBACK = 64
+_NESTED = re.compile(r"^( +)[A-Za-z_][\w.-]*\s*:")
+_PARENT = re.compile(r"^( *)([A-Za-z_][\w.-]*):\s*$")
 _VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;{}\[\]()'\"]+)"
 
 
@@ -56,7 +59,8 @@ class _Table:
 
 
 def _spelled(key: str) -> str:
-    return r"\s+".join(re.escape(word).replace("_", "[_-]").replace(r"\-", "[_-]") for word in key.split())
+    return r"\s+".join(re.escape(word).replace("_", "[_-]").replace(r"\-", "[_-]").replace(r"\.", "[./]")
+                       for word in key.split())
 
 
 @functools.lru_cache(maxsize=4)
@@ -73,7 +77,8 @@ def _table(frameworks: Frameworks) -> _Table:
     alternation = "|".join(f"(?P<{g}>{_spelled(k)})" for g, k in names.items())
     plain = re.compile(r"(?<![\w-])(?P<dash>--)?(?:" + alternation + r")(?![\w-])['\"]?(?P<sep>\s*[:=]\s*|\s+)?"
                        + _VALUE + "?") if keys else None
-    rust_keys = "|".join(_spelled(k) for k in keys)
+    # a key under a parent (`speed_monitor.window_size`) is found by its last part too: YAML prints it nested
+    rust_keys = "|".join(_spelled(k) for k in dict.fromkeys([*keys, *(k.rsplit(".", 1)[-1] for k in keys)]))
     search = "|".join(p for p in (
         rf"(?:^|[^\w-])(?:{rust_keys})['\"]?\s*[:=]" if keys else "",
         rf"--(?:{rust_keys})(?:\s|$)" if keys else "",
@@ -89,7 +94,7 @@ class ConfigLines:
     found: dict[tuple[str, str], dict[str | int, Statement]] = field(default_factory=dict)
     lines: dict[ConfigKey, tuple[int, str]] = field(default_factory=dict)  # a `lines` row: count, first where
 
-    def prepare(self, text: str, first_lineno: int) -> list[tuple[int, str]]:
+    def prepare(self, text: str, first_lineno: int) -> list[tuple[int, str, str]]:
         """The lines of a chunk that may state something, with their line numbers (no state read)."""
         table = _table(self.frameworks)
         if not table.search or not text:
@@ -99,38 +104,40 @@ class ConfigLines:
             return []
         lines = whole.str.split("\n").explode()
         hits = lines.str.contains(table.search).arg_true()
-        return [(first_lineno + i, lines[i]) for i in hits.to_list()]
+        return [(first_lineno + i, _under_parent(lines, i), str(lines[i])) for i in hits.to_list()]
 
     def beside(self, prepare: Callable[[TextChunk], Any], feed: Callable[[Any], pl.DataFrame]) -> \
             tuple[Callable[[TextChunk], Any], Callable[[Any], pl.DataFrame]]:
         """A parser's (prepare, feed) for read_ahead with this scan's own preparing and feeding beside them: the
         configuration lines are searched for on the reader threads, in the same pass."""
 
-        def prepare_both(chunk: TextChunk) -> tuple[Any, list[tuple[int, str]]]:
+        def prepare_both(chunk: TextChunk) -> tuple[Any, list[tuple[int, str, str]]]:
             return prepare(chunk), self.prepare(chunk.text, chunk.first_lineno)
 
-        def feed_both(prepared: tuple[Any, list[tuple[int, str]]]) -> pl.DataFrame:
+        def feed_both(prepared: tuple[Any, list[tuple[int, str, str]]]) -> pl.DataFrame:
             self.feed(prepared[1])
             return feed(prepared[0])
 
         return prepare_both, feed_both
 
-    def feed(self, candidates: Sequence[tuple[int, str]]) -> None:
+    def feed(self, candidates: Sequence[tuple[int, str, str]]) -> None:
+        """Each candidate line (its number, its text read under its YAML parent, its text as printed: the one a
+        statement quotes)."""
         table = _table(self.frameworks)
-        for lineno, line in candidates:
+        for lineno, line, printed in candidates:
             if len(line) > 64 * 1024:
                 continue
             if table.plain is not None:
                 for m in table.plain.finditer(line):
                     for row in table.by_group[_group(m)]:
-                        self._plain(row, m, lineno, line)
+                        self._plain(row, m, lineno, line, printed)
             for row, pattern in table.patterns:
                 if (found := pattern.search(line)) is not None:
-                    self._pattern(row, found, lineno, line)
+                    self._pattern(row, found, lineno, line, printed)
 
-    def _plain(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str) -> None:
+    def _plain(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str, printed: str) -> None:
         value, sep, dash = m.group("value"), m.group("sep"), m.group("dash")
-        where = _where(lineno, line, m.span())
+        where = _where(lineno, printed, m.span() if printed == line else None)
         if row.unit == "flag":
             bare = dash and (sep is None or not sep.strip() and (value is None or value.startswith("-")))
             if bare or (sep and sep.strip() and value is not None and value.strip("'\"").lower() not in _FALSY):
@@ -140,8 +147,8 @@ class ConfigLines:
             return
         self._read(row, value, where)
 
-    def _pattern(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str) -> None:
-        where = _where(lineno, line, m.span())
+    def _pattern(self, row: ConfigKey, m: re.Match[str], lineno: int, line: str, printed: str) -> None:
+        where = _where(lineno, printed, m.span() if printed == line else None)
         if row.unit == "lines":
             count, first = self.lines.get(row, (0, where))
             self.lines[row] = (count + 1, first)
@@ -179,6 +186,23 @@ class ConfigLines:
             out.append(Statement(row.field, count, f"{count:,} lines like {where}", row.framework, weak=True,
                                  times=count, key=row.key))
         return out
+
+
+def _under_parent(lines: pl.Series, i: int) -> str:
+    """An indented YAML `key: value` line as `parent.key: value` (the nearest less indented `parent:` line above
+    it, within PARENT_LOOKBACK lines): `tokenizer:` / `  name: EleutherAI/gpt-neox-20b` is the tokenizer's name,
+    read by the `tokenizer.name` row, not a run's `name`."""
+    line = str(lines[i])
+    if (m := _NESTED.match(line)) is None:
+        return line
+    indent = len(m.group(1))
+    for above in reversed(lines.slice(max(i - PARENT_LOOKBACK, 0), min(i, PARENT_LOOKBACK)).to_list()):
+        if above is None or not above.strip():
+            continue
+        if len(above) - len(above.lstrip(" ")) < indent:
+            parent = _PARENT.match(above)
+            return f"{m.group(1)}{parent.group(2)}.{line[indent:]}" if parent is not None else line
+    return line
 
 
 def _group(m: re.Match[str]) -> str:

@@ -117,7 +117,8 @@ def resolve(parsed: RunConfig, statements: Iterable[Statement], *, reader: str, 
     own_keys = {row.key for row in frameworks.config_keys if row.framework in scope}  # their meaning, not the generic
     stated = [s for s in statements if s.framework in scope or (s.framework == "*" and s.key not in own_keys)]
     r = _Resolver(reader, parsed, stated, {f.name: getattr(parsed, f.name) for f in fields(RunConfig)}, {}, [])
-    for field in ("seq_len", "micro_batch", "grad_accum", "global_batch", "tp", "pp", "cp", "ep", "dp", *_SHAPE):
+    for field in ("seq_len", "micro_batch", "grad_accum", "global_batch", "tp", "pp", "cp", "ep", "dp",
+                  "printed_window", *_SHAPE):
         r.count(field)
     if not (r.values["num_experts"] or 0) > 1:  # a dense model's dump prints the MoE defaults too
         r.values["moe_top_k"] = parsed.moe_top_k

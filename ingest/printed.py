@@ -16,8 +16,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
+from perfledger.calc import orderstats
 from perfledger.calc.conventions import conventions
 from perfledger.errors import InvalidInput
 from perfledger.records import ResultRecord, RunConfig
@@ -80,14 +83,37 @@ def derived_results(figures: dict[str, RunFigure], config: RunConfig) -> tuple[R
                          locator="train summary", note=figure.over),)
 
 
+def window_medians(steps: pl.LazyFrame, first: int | None, last: int | None,
+                   printed_window: int | None) -> tuple[dict[str, float | None], str | None]:
+    """The median of each of the log's own per-step figures (columns reported_*) over the steady window, nulls and
+    NaNs left out (None where the column is absent or holds none there), and over what, when not each step's own.
+
+    A figure the log prints as a mean over its last `printed_window` steps (Composer's speed monitor) counts only
+    where that window lies wholly inside the steady window: the windows printed just after warm-up still average
+    warm-up steps, and stalls sit inside the later ones, so the log's own figure is its windows', not ours."""
+    columns = [c for c in steps.collect_schema().names() if c.startswith("reported_")]
+    if first is None or last is None:
+        return dict.fromkeys(columns), None
+    start, over = first, None
+    if printed_window and printed_window > 1 and first + printed_window - 1 <= last:
+        start = first + printed_window - 1
+        over = (f"median of the log's own {printed_window}-step means whose steps all lie in the steady window "
+                f"(printed at steps {start}-{last})")
+    window = pl.col("step").is_between(start, last)
+    return {c: orderstats.quantile(steps, pl.col(c), 0.5, window) for c in columns}, over
+
+
 def reported_beside_ours(window: dict[str, float | None], tps: float | None, tflops: float | None,
-              mfu: float | None, printed: Mapping[str, RunFigure]) -> dict[str, Any]:
+                         mfu: float | None, printed: Mapping[str, RunFigure], over: str | None = None) -> \
+        dict[str, Any]:
     """The log's own figures (median over the window, else printed once for the run: `printed_over` says over
     what) beside ours, with the relative difference."""
     out: dict[str, Any] = {}
     for column, ours in (("reported_tokens_per_s_per_device", tps), ("reported_tflops_per_device", tflops),
                          ("reported_mfu", mfu)):
         theirs = window.get(column)
+        if theirs is not None and over is not None:
+            out.setdefault("printed_over", {})[column.removeprefix("reported_")] = over
         if theirs is None and column in printed:
             theirs = printed[column].value
             out.setdefault("printed_over", {})[column.removeprefix("reported_")] = printed[column].over

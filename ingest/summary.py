@@ -16,7 +16,13 @@ import polars as pl
 
 from ingest import derived
 from ingest.parsers._records import step_time_source_text
-from ingest.printed import derived_results, explain_tflops_difference, reported_beside_ours, run_figures
+from ingest.printed import (
+    derived_results,
+    explain_tflops_difference,
+    reported_beside_ours,
+    run_figures,
+    window_medians,
+)
 from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
@@ -113,13 +119,19 @@ def resolve_config(config: RunConfig) -> RunConfig:
     """Names as printed -> canonical ids where the catalog knows them; the printed text is kept beside."""
     return replace(
         config,
-        model=catalog.resolve_or_none("model", config.model or config.model_as_printed) or config.model,
+        model=catalog.resolve_or_none("model", config.model or _one_name(config.model_as_printed)) or config.model,
         model_as_printed=config.model_as_printed or config.model,
         accelerator=catalog.resolve_or_none("accelerator", config.accelerator or config.accelerator_as_printed)
         or config.accelerator,
         accelerator_as_printed=config.accelerator_as_printed or config.accelerator,
         precision=catalog.normalize_precision(config.precision) if config.precision else None,
     )
+
+
+def _one_name(printed: str | None) -> str | None:
+    """The name as printed, or None when it joins several ("a | b": the log named more than one model, which is
+    asked of the user, never resolved to whichever the catalog finds first in the joined text)."""
+    return None if printed is None or " | " in printed else printed
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +193,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
                         "window")
     if steady is not None and (flags := not_steady(steady)):
         warnings.append(f"not a steady state: {'; '.join(flags)}; the figures are over what there is")
-    window = _window_medians(steps.lazy(), steady)
+    window, over = window_medians(steps.lazy(), steady.first_step if steady else None,
+                                  steady.last_step if steady else None, config.printed_window)
     phases = phase_figures(steps.lazy(), steady.first_step, steady.last_step) if steady else {}
     config = derived.devices_from_rates(steady, window, config, provenance, parsed.meta.get("columns") or {},
                                         warnings)
@@ -193,9 +206,11 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if f and (note := _workload_note(config.workload, mfu)) is not None:
         warnings.append(note)
     printed = run_figures(parsed.format, parsed.results, config)
-    reported = reported_beside_ours(window, tps_dev, tflops, mfu, printed)
+    reported = reported_beside_ours(window, tps_dev, tflops, mfu, printed, over)
     if shape is not None and seq_len and tps_dev:
-        explain_tflops_difference(reported, shape, int(seq_len), tps_dev, config.precision)
+        # the convention is FLOPs per token: read at the log's own tokens/s where it prints them
+        explain_tflops_difference(reported, shape, int(seq_len), reported.get("reported_tokens_per_s_per_device")
+                                  or tps_dev, config.precision)
     steady_figures = ("mfu", "model_tflops_per_device", "tokens_per_s_per_device")
     for key, reason in why.items():  # a claims table has no steps: its figures are its rows, none is missing
         if key in steady_figures and reason and parsed.format is not LogFormat.CLAIMS_CSV:
@@ -258,16 +273,6 @@ def _steady(steps: pl.DataFrame | pl.LazyFrame, rule: SteadyRule, why: dict[str,
     except InvalidInput as exc:
         why["steady_state"] = str(exc)
         return None
-
-
-def _window_medians(steps: pl.LazyFrame, steady: SteadyState | None) -> dict[str, float | None]:
-    """The median of each of the log's own per-step figures (columns reported_*) over the steady window,
-    nulls and NaNs left out; None where the column is absent or holds none there."""
-    columns = [c for c in steps.collect_schema().names() if c.startswith("reported_")]
-    if steady is None or steady.first_step is None:
-        return dict.fromkeys(columns)
-    window = pl.col("step").is_between(steady.first_step, steady.last_step)
-    return {c: orderstats.quantile(steps, pl.col(c), 0.5, window) for c in columns}
 
 
 def _tokens_per_s_per_device(steady: SteadyState | None, config: RunConfig, window: dict[str, float | None],

@@ -66,6 +66,8 @@ FIELDS: dict[str, str] = {
     "num_layers": "transformer layers", "hidden_size": "hidden size", "ffn_hidden_size": "feed-forward size",
     "num_attention_heads": "attention heads", "num_kv_heads": "key-value heads (query groups)",
     "num_experts": "experts of a mixture-of-experts layer", "moe_top_k": "experts each token is routed to",
+    "printed_window": "steps each of the log's own printed throughput figures is a mean over (a speed monitor's)",
+    "tokenizer": "the tokenizer's name: never the model's, whatever model it was first published with",
     "not_read": "nothing: the framework prints the key with no meaning for the run (its generic row shadowed)",
 }
 # unit -> how the value is read
@@ -79,7 +81,7 @@ VALUE_UNITS: dict[str, str] = {
     "flag": "the key's presence states the row's value (--bf16: precision bf16)",
     "workload": "a workload word (lora, sft, ...)",
 }
-_TEXT_FIELDS = frozenset({"model", "run_name", "accelerator", "precision", "framework_version", "workload"})
+_TEXT_FIELDS = frozenset({"model", "run_name", "tokenizer", "accelerator", "precision", "framework_version", "workload"})
 
 
 @dataclass(frozen=True, slots=True)

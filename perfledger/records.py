@@ -110,6 +110,7 @@ class RunConfig:
     strategy: str | None = None
     workload: str | None = None
     tokens_per_step: int | None = None  # when the log states it outright (nanoGPT's "tokens per iteration")
+    printed_window: int | None = None  # steps each of the log's own per-step figures averages (a speed monitor's)
     # Architecture when the log prints it (lets FLOPs be computed for a model with no catalog entry).
     num_layers: int | None = None
     hidden_size: int | None = None

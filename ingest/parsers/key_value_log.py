@@ -237,6 +237,9 @@ class KeyValueLogParser(LogParser):
 
     def _bar(self, pairs: dict[str, str], has_figure: bool, rows: list[dict[str, str]]) -> None:
         total = int(pairs.get("progress/total") or 0)
+        # a bar that ran to its end before this one drew (loading weights, a dataset map, an evaluation) is over:
+        # it is not the training bar, however large its total (transformers 5 counts tensors: "427/427")
+        self.bars = {t: bar for t, bar in self.bars.items() if t == total or not _finished(bar)}
         self.bars[total] = pairs
         if has_figure:
             self._close(rows)
@@ -315,6 +318,11 @@ def _with_indented(lines: list[str]) -> list[str]:
 
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip(" \t"))
+
+
+def _finished(bar: dict[str, str]) -> bool:
+    done, total = bar.get("progress/n", ""), bar.get("progress/total", "")
+    return done.isdigit() and total.isdigit() and int(done) >= int(total) > 0
 
 
 def _merge(block: dict[str, str], more: dict[str, str]) -> None:
