@@ -20,6 +20,7 @@ names no format, or names one by fewer than MIN_EVIDENCE lines.
 from __future__ import annotations
 
 import gzip
+import io
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import BinaryIO
 
 import polars as pl
 
+from ingest.documents import MAX_DOCUMENT_BYTES, code_view
 from ingest.parsers import registry
 from ingest.parsers._common import concat_steps
 from ingest.parsers.base import LogParser, step_frames
@@ -159,6 +161,26 @@ def _owner(raw: bytes) -> Detection | None:
 def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:
     """The parser class for a file whose first bytes are `raw` (see weigh_head)."""
     return weigh_head(raw, file_name=file_name).parser
+
+
+def detect_stream(stream: BinaryIO, head: bytes, *, file_name: str) -> tuple[BinaryIO, bytes, type[LogParser]]:
+    """The stream to parse, its head and its parser: the file itself (see weigh_head); or, when no format reads the
+    file and it is a document (a README, a docs page) whose code blocks one does read, the view of its code blocks
+    (ingest.documents.code_view), line for line. The stream is read to its end for the view (a document is small),
+    so that whoever counts or hashes what passes sees the whole file."""
+    try:
+        return stream, head, detect_head(head, file_name=file_name)
+    except UnknownFormat as refused:
+        whole = stream.read(MAX_DOCUMENT_BYTES + 1)
+        view = code_view(decode(whole)) if len(whole) <= MAX_DOCUMENT_BYTES else None
+        if view is None:
+            raise
+        raw = view.encode("utf-8")
+        try:
+            parser = detect_head(raw[:WIDE_HEAD_BYTES], file_name=file_name)
+        except UnknownFormat:
+            raise refused from None
+        return io.BytesIO(raw), raw[:WIDE_HEAD_BYTES], parser
 
 
 def skip_stray_lines(parser: LogParser, raw: bytes) -> None:

@@ -25,7 +25,7 @@ import polars as pl
 from ingest import hints as hint
 from ingest import identity
 from ingest.config_lines import ConfigLines
-from ingest.detect import WIDE_HEAD_BYTES, detect_head, skip_stray_lines
+from ingest.detect import WIDE_HEAD_BYTES, detect_stream, skip_stray_lines
 from ingest.hints import Hints
 from ingest.known import KnownRows, bundled_rows
 from ingest.parsers._common import backwards_warning, without_backward_durations
@@ -177,13 +177,14 @@ def _stored_summary(summary: RunSummary) -> dict[str, Any]:
 
 def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
     try:
-        stream = io.BufferedReader(limited, buffer_size=WIDE_HEAD_BYTES)
-        head_bytes = stream.peek(WIDE_HEAD_BYTES)[:WIDE_HEAD_BYTES]
+        buffered = io.BufferedReader(limited, buffer_size=WIDE_HEAD_BYTES)
+        head_bytes = buffered.peek(WIDE_HEAD_BYTES)[:WIDE_HEAD_BYTES]
+        if not head_bytes.strip():
+            raise ParseError(file_name, None, "the file is empty")
+        stream, head_bytes, found = detect_stream(buffered, head_bytes, file_name=file_name)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
-    if not head_bytes.strip():
-        raise ParseError(file_name, None, "the file is empty")
-    parser = detect_head(head_bytes, file_name=file_name)(file_name)
+    parser = found(file_name)
     skip_stray_lines(parser, head_bytes)
     if not parser.reads_bytes:
         head = clean_text(head_bytes.decode("utf-8", "replace"))

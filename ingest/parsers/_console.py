@@ -9,7 +9,9 @@ One line (or one carriage-return frame of it) gives pairs of a name and a value 
                                                                               description and postfix
     │ timeperf/train_step │ 3.1464e+01 │ rollout/reward │ 5.0e-01 │          a box-drawn table row
 
-A leading timestamp (ISO-8601, `YYYYMMDD-HH:MM:SS`, `[HH:MM:SS]`) is the pair `line_time`. A progress bar gives
+A leading timestamp (ISO-8601, `YYYYMMDD-HH:MM:SS`, `[HH:MM:SS]`) is the pair `line_time`; a position printed in
+brackets with no name of its own (`Iter(train) [ 10/720]`, `Epoch:[1/1](100/44173)`) is `position/n` and
+`position/total`. A progress bar gives
 `progress/n` (its position), `progress/elapsed` (its clock), `progress/it_per_s` or `progress/s_per_it` (its rate)
 and `progress/total`; the key vocabulary reads those names as it reads any other. Values keep their thousands
 commas removed, glued units (`146ms`), `K`/`M` suffixes and clocks (`0:15:19.02`) as printed.
@@ -22,7 +24,7 @@ what `line_pairs` gives, at a fraction of its cost: console logs print the same 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 MAX_LINE_CHARS = 16 * 1024
 MAX_SHAPES = 4096
@@ -42,6 +44,10 @@ _THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _DICT_ITEM = re.compile(r"""['"]([^'"\n]{1,80})['"]\s*:\s*(?:['"]([^'"\n]{0,80})['"]|(""" + _NUMBER + r"""))""")
 _BAR = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[(" + _CLOCK + r")<(?:" + _CLOCK + r"|\?),\s{0,8}"
                   r"(?:([\d.]+)(it/s|s/it)|\?it/s)([^\]]{0,400})\]")
+# a position printed in brackets right after a closing bracket or glued to a word, with no name of its own (not
+# "Using [24/24] GPUs"): mmengine's
+# "Iter(train) [ 10/720]" and "Epoch(train) [1][ 10/720]", MiniMind's "Epoch:[1/1](100/44173)"
+_POSITION = re.compile(r"(?:(?<=[)\]])\s?|(?<=[A-Za-z_]))[\[(]\s{0,8}(\d{1,12})\s{0,8}/\s{0,8}(\d{1,12})[\])]")
 _CELL = re.compile(r"[^│┃|]+")
 _NUMBER_CELL = re.compile(_NUMBER)
 _DIGITS = re.compile(r"\d+")
@@ -62,7 +68,16 @@ def _text_spans(line: str, start: int = 0, end: int | None = None) -> list[Span]
     """`name: value` and `value unit-word` pairs of plain text between start and end."""
     stop = len(line) if end is None else end
     spans = [(m.group(1).strip(), m.start(2), m.end(2)) for m in _PAIR.finditer(line, start, stop)]
+    if "/" in line and (m := _last(_POSITION.finditer(line, start, stop))) is not None:  # the innermost: the step
+        spans += [("position/n", *m.span(1)), ("position/total", *m.span(2))]
     return spans + [(m.group(2), m.start(1), m.end(1)) for m in _UNIT_AFTER.finditer(line, start, stop)]
+
+
+def _last(found: Iterator[re.Match[str]]) -> re.Match[str] | None:
+    last = None
+    for last in found:
+        pass
+    return last
 
 
 def _dict_spans(line: str, start: int) -> list[Span]:

@@ -7,7 +7,8 @@ prints named values. What a line holds is read by ingest/parsers/_console.py; th
 - a line with a step and a training figure (or a clock) is a record;
 - a line with a step and nothing else opens a block (`[batch=20/20]:`, `Train step 3/100 done.`): the lines that
   follow it in the block's own form (a box-drawn table's rows, lines that carry the framework's line prefix, as
-  Composer's `Train <name>: <value>`) add their values to it; any other line closes it;
+  Composer's `Train <name>: <value>`, lines indented under it, as OLMo's `    train/Perplexity=45,773`) add their
+  values to it; any other line closes it;
 - a progress bar's frame is a record when its description or postfix holds a training figure (torchtune's
   `1|51|Loss: 1.23`); otherwise it says where the training bar is (the one with the largest total) and how long
   it has run, and a record without a step of its own (a printed `{'loss': ...}` dict) takes them;
@@ -84,7 +85,7 @@ class KeyValueLogParser(LogParser):
         lines = head.split("\n")
         if load_frameworks().recognised(lines, _GRAMMAR):
             return True
-        return sum(1 for line in lines if is_record(line_pairs(line))) >= MIN_RECORD_LINES
+        return sum(1 for line in _with_indented(lines) if is_record(line_pairs(line))) >= MIN_RECORD_LINES
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -112,6 +113,7 @@ class KeyValueLogParser(LogParser):
         self.records = StepRecords(clock_only_steps=True)
         self.prefixes: tuple[re.Pattern[str], ...] | None = None  # the recognised frameworks' line prefixes
         self.block: dict[str, str] | None = None  # the record a step-only line opened, still taking values
+        self.block_indent = 0  # how far its first line is indented
         self.bars: dict[int, dict[str, str]] = {}  # each progress bar's last frame, by its total
         self.summary: dict[str, str] = {}  # the run's totals, first printing of each kept
         self.summary_lines = 0
@@ -148,7 +150,7 @@ class KeyValueLogParser(LogParser):
         for line in lines:
             for frame in line.split("\r") if "\r" in line else (line,):
                 text = self._unprefixed(frame)
-                self._frame(text, rows, continues=text is not frame or is_table_row(text))
+                self._frame(text, rows, continues=text is not frame or is_table_row(text) or self._under_block(text))
         return self._steps(rows)
 
     def _columnar(self, chunk: columnar.Chunk) -> list[dict[str, str]] | None:
@@ -162,6 +164,7 @@ class KeyValueLogParser(LogParser):
         if found is None:
             return None
         rows, self.block = found
+        self.block_indent = 0
         return rows
 
     def _plan(self, text: str) -> tuple[Plan, str]:
@@ -191,6 +194,11 @@ class KeyValueLogParser(LogParser):
                 return frame[m.end():]
         return frame
 
+    def _under_block(self, text: str) -> bool:
+        """A line indented deeper than the open block's first line (OLMo's `[step=2/739328]` then
+        `    train/Perplexity=45,773`): the block's own."""
+        return self.block is not None and text.strip() != "" and _indent(text) > self.block_indent
+
     def _named(self, name: str) -> str | None:
         """The name a printed name is kept as: itself when the vocabulary knows it; an unknown name of several words
         without its leading words ("Train loss/train/total" as "loss/train/total"); None when not kept."""
@@ -213,7 +221,7 @@ class KeyValueLogParser(LogParser):
             if has_figure:
                 rows.append(pairs)
             else:
-                self.block = pairs
+                self.block, self.block_indent = pairs, _indent(text)
         elif self.block is not None:
             for name, value in pairs.items():
                 self.block.setdefault(name, value)
@@ -293,6 +301,23 @@ class KeyValueLogParser(LogParser):
     def _summary_results(self) -> tuple[ResultRecord, ...]:
         return self.records.summary_results(self.summary, locator="the log's end-of-run summary") \
             if self.summary else ()
+
+
+def _with_indented(lines: list[str]) -> list[str]:
+    """The lines with the lines indented under a line joined to it (a block read as one record)."""
+    out: list[str] = []
+    outer = 0
+    for line in lines:
+        if out and line.strip() and _indent(line) > outer:
+            out[-1] += "  " + line.strip()
+        else:
+            out.append(line)
+            outer = _indent(line)
+    return out
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
 
 
 def _finished(bar: dict[str, str]) -> bool:
