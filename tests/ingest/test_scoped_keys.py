@@ -43,7 +43,7 @@ def test_the_users_row_wins_over_the_bundled_row_of_the_same_spelling(tmp_path: 
     assert bundled.keys_of("step_time_s")[0][1].unit == "ms"
     add_rows([KeyRow(framework="nanogpt", key="time", column="step_time_s", unit="s")], tmp_path)
     mine = load_vocabulary(tmp_path)
-    assert [r.origin for r in mine.rows if r.key == "time"] == ["", "user"]
+    assert [r.origin for r in mine.rows if r.key == "time" and r.framework == "nanogpt"] == ["", "user"]
     assert mine.mapping(["step", "time", "iter"], ("nanogpt",)).keys_of("step_time_s")[0][1].unit == "s"
 
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import BinaryIO
 
 from ingest import pipeline, worker
-from ingest.detect import detect_head
+from ingest.detect import detect_stream
 from ingest.parsers.base import LogParser
 from perfledger.records import ParseSummary
 
 
-def detect_counted(head: bytes, file_name: str) -> type[LogParser]:
-    found = detect_head(head, file_name=file_name)
+def detect_counted(stream: BinaryIO, head: bytes, *, file_name: str) -> tuple[BinaryIO, bytes, type[LogParser]]:
+    stream, head, found = detect_stream(stream, head, file_name=file_name)
 
     class Counted(found):  # type: ignore[valid-type, misc]
         def finish(self) -> ParseSummary:
@@ -21,9 +22,9 @@ def detect_counted(head: bytes, file_name: str) -> type[LogParser]:
                 out.write(self.file_name + "\n")
             return super().finish()  # type: ignore[no-any-return]
 
-    return Counted
+    return stream, head, Counted
 
 
 if __name__ == "__main__":
-    setattr(pipeline, "detect_head", detect_counted)  # noqa: B010  # the one parse entry point, counted
+    setattr(pipeline, "detect_stream", detect_counted)  # noqa: B010  # the one parse entry point, counted
     sys.exit(worker.main())
