@@ -117,8 +117,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The data folder alone: what a reader of a curated CSV asks, once per line when a format is weighed, so
-    without parsing every other setting (load_settings().data_dir, at a thirtieth of the cost)."""
+    """The data folder alone: what a reader of a curated CSV asks, up to once a line when a format is weighed, so
+    without parsing every other setting as load_settings() does (39 µs a call here against 146 µs)."""
     env = os.environ if environ is None else environ
     return Path(str(_parse(_DATA_DIR, env.get(_DATA_DIR.env))))
 
