@@ -14,18 +14,11 @@ from sqlalchemy import Engine
 from ingest.pipeline import ingest_bytes
 from perfledger import store
 from perfledger.views.run_figures import printed_vs_recomputed
+from tests.ingest.parsers.helpers import stored_step_time
 
 HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "heldout"
 GRPO = HELDOUT / "trl_grpo_qwen35_9b_transformers5_string_metrics.log"
 GRPO_OWN_STEP_S = 32.07821229050279  # manifest.csv: the tqdm clock over steps 21-200
-
-
-def _stored_step_time(engine: Engine, raw: bytes, name: str) -> float:
-    outcome = ingest_bytes(engine, raw, name)
-    assert outcome.run_id is not None
-    stored = store.run(engine, outcome.run_id)
-    assert stored is not None and stored.summary is not None
-    return float(stored.summary["step_time_s_median"])
 
 
 def _transformers4_spelling(text: str) -> str:
@@ -35,7 +28,7 @@ def _transformers4_spelling(text: str) -> str:
 
 
 def test_a_finished_loading_bar_with_a_larger_total_is_not_the_training_bar(writable_engine: Engine) -> None:
-    step_s = _stored_step_time(writable_engine, GRPO.read_bytes(), GRPO.name)
+    step_s = stored_step_time(writable_engine, GRPO.read_bytes(), GRPO.name)
     assert step_s == pytest.approx(GRPO_OWN_STEP_S, rel=0.01)  # was 1/4149.31 it/s: the loading bar's rate
 
 
@@ -43,8 +36,8 @@ def test_the_grpo_log_respelled_as_transformers_4_stores_the_same_step_time(writ
     text = GRPO.read_text(encoding="utf-8")
     respelled = _transformers4_spelling(text)
     assert respelled != text and "'loss': 0," in respelled
-    ours = _stored_step_time(writable_engine, respelled.encode(), "respelled_" + GRPO.name)
-    assert ours == pytest.approx(_stored_step_time(writable_engine, GRPO.read_bytes(), GRPO.name), rel=1e-9)
+    ours = stored_step_time(writable_engine, respelled.encode(), "respelled_" + GRPO.name)
+    assert ours == pytest.approx(stored_step_time(writable_engine, GRPO.read_bytes(), GRPO.name), rel=1e-9)
 
 
 FOUNDRY = HELDOUT / "llm_foundry_mpt_1b_8gpu_logs.txt"

@@ -13,6 +13,7 @@ from ingest.pipeline import ingest_bytes
 from perfledger import store
 from perfledger.errors import UnknownFormat
 from tests.conftest import ROOT
+from tests.ingest.parsers.helpers import stored_step_time
 
 HELDOUT = ROOT / "tests" / "fixtures" / "heldout"
 XTUNER = HELDOUT / "xtuner_quickstart_zh_cn_legacy.rst"
@@ -22,14 +23,6 @@ MMENGINE_LINES = [f"{i // 6 + 10:02d}/29 21:{i:02d}:00 - mmengine - INFO - Iter(
                   f"lr: 1.0e-04  eta: 0:10:00  time: {t}  data_time: 0.0070  memory: 13969  loss: 2.{i:02d}"
                   for i, t in enumerate(["3.1000", "2.5000", "2.5000", "2.5000", "2.5000", "2.5000", "2.5000",
                                          "2.5000", "2.5000", "2.5000"], start=1)]
-
-
-def stored_step_time(engine: Engine, raw: bytes, name: str) -> float:
-    outcome = ingest_bytes(engine, raw, name)
-    assert outcome.run_id is not None
-    run = store.run(engine, outcome.run_id)
-    assert run is not None and run.summary is not None
-    return float(run.summary["step_time_s_median"])
 
 
 def test_the_mmengine_log_in_a_restructuredtext_code_block_gives_its_own_step_time(empty_engine: Engine) -> None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from sqlalchemy import Engine
 
 from ingest.parsers.base import LogParser
+from ingest.pipeline import ingest_bytes
 from ingest.text import iter_line_chunks
+from perfledger import store
 from perfledger.records import ParseSummary
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
@@ -46,3 +49,12 @@ def run_lines(parser_cls: type[LogParser], lines: list[str], chunk: int = 3) -> 
     parser = parser_cls("t.log")
     frames = [parser.feed(lines[i:i + chunk], i + 1) for i in range(0, len(lines), chunk)]
     return parser.finish(), pl.concat(frames)
+
+
+def stored_step_time(engine: Engine, raw: bytes, name: str) -> float:
+    """The median step time `raw` is stored with, read back from the store."""
+    outcome = ingest_bytes(engine, raw, name)
+    assert outcome.run_id is not None
+    run = store.run(engine, outcome.run_id)
+    assert run is not None and run.summary is not None
+    return float(run.summary["step_time_s_median"])
