@@ -161,7 +161,7 @@ def _said(engine: Engine, orig: BaseException | None) -> StoreError:
     reason = str(orig).splitlines()[0]
     if _MISSING_TABLE.search(reason):
         return StoreNotInitialised(url, reason + " (is the store initialised? run: python -m perfledger init)")
-    if _MISSING_COLUMN.search(reason):  # a read-only store of an earlier release (see _catch_up)
+    if _MISSING_COLUMN.search(reason):  # a read-only store of an earlier release (see _read_connection)
         return StoreError(url, reason + f" ({BEHIND})")
     return StoreError(url, reason)
 
@@ -235,8 +235,6 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
     """
     if write and load_settings().read_only:
         raise ReadOnlyStore(mask_url(str(engine.url)))
-    if not write and _store_key(engine) not in _CURRENT:
-        _catch_up(engine)
     now = _READING.get()
     if now is not None and write:
         now.close()
@@ -245,7 +243,7 @@ def connection(engine: Engine, *, write: bool) -> Iterator[Connection]:
         return
     with writer_turn(engine, mask_url(str(engine.url))) if write else nullcontext(), \
             files_uncapped() if write else nullcontext():
-        conn = _connect(engine, write=write)
+        conn = _connect(engine, write=True) if write else _read_connection(engine)
         with translated(engine), conn:
             if write:
                 sweep = _store_key(engine) not in _SWEPT
@@ -327,7 +325,7 @@ def _shared(now: _Reading, engine: Engine) -> Iterator[Connection]:
     """The block's connection to `engine`, opened at its first read; a failed read drops it (a failed statement
     leaves PostgreSQL's transaction unusable), so the next read starts afresh."""
     if engine not in now.connections:
-        now.connections[engine] = _connect(engine, write=False)
+        now.connections[engine] = _read_connection(engine)
     conn = now.connections[engine]
     try:
         with translated(engine):
@@ -366,18 +364,24 @@ _SWEPT: set[str] = set()  # the stores this process has written to once (the swe
 _CURRENT: set[str] = set()  # the stores this process found up to this release's schema
 
 
-def _catch_up(engine: Engine) -> None:
-    """A store of an earlier release is upgraded before its first read too (a page would read a column it lacks),
-    by this process's first write, empty."""
-    with translated(engine), _connect(engine, write=False) as conn:
+def _read_connection(engine: Engine) -> Connection:
+    """A connection to read from; a store of an earlier release is first upgraded (a page would read a column it
+    lacks) by this process's first write, empty. The check reads on the connection the read then uses."""
+    conn = _connect(engine, write=False)
+    if _store_key(engine) in _CURRENT:
+        return conn
+    with translated(engine):
         behind = upgrade_pending(conn)
     if behind and load_settings().read_only:  # left as it is: a page it lacks a column for says BEHIND
-        return
+        return conn
     if behind:
+        conn.close()
         hand_over()
         with connection(engine, write=True):
             pass
+        conn = _connect(engine, write=False)
     _CURRENT.add(_store_key(engine))
+    return conn
 
 
 def _store_key(engine: Engine) -> str:  # a DuckLake store apart from its ledger opened plainly
