@@ -27,7 +27,7 @@ from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
-from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
+from perfledger.calc.launches import SEVERAL_RUNS, LaunchSpan, chosen_launch, launch_table, launches_note
 from perfledger.calc.phases import phase_figures
 from perfledger.calc.steady import (
     SteadyRule,
@@ -44,7 +44,7 @@ from perfledger.vocabulary import LogFormat
 # The warnings summarize() adds (the others are the parser's): a run summarised again drops these first.
 SUMMARY_WARNINGS = ("not a steady state:", "mfu not computed:", "model_tflops_per_device not computed:",
                     "tokens_per_s_per_device not computed:", "tokens/s per device is the median of the log's own",
-                    "the store holds no catalog")
+                    "the store holds no catalog", SEVERAL_RUNS)
 
 
 def parser_warnings(warnings: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -178,6 +178,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     launch = chosen_launch(list(launches)).launch if launches else None
     if launch is not None:
         steps = steps.filter(pl.col("launch").fill_null(1) == launch)
+        if "launch_summarised" not in parsed.meta:  # a reader that has not said so itself (Megatron's has)
+            warnings.append(launches_note(list(launches), launch, parsed.meta.get("launch_lines") or {}))
     config = derived.batch_from_steps(steps, config, provenance)
     steps = _tokens_from_batch(steps, config, warnings)
     model_row, acc_row = known.model, known.accelerator
