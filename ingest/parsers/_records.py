@@ -8,9 +8,8 @@ What becomes a step: a record with a step number and a training figure (loss, le
 time or a printed speed). Set aside and counted: records without one (media), evaluation records (an `eval` key),
 end-of-run summaries (a `summary` key such as `train_runtime`), the same step written again (a second rank, a
 repeated row) and the steps a resumed job logs again (a step not above the highest of its launch). A step back to
-the file's first step or below starts a launch of its own (several runs in one file): its rows carry their launch
-number (`launch`, null for the first), and each launch's lines are kept (`launch_lines` in meta) when a reader
-gives a record its line (the LINE key).
+the file's first step or below starts a launch of its own (several runs in one file): its rows carry its number
+(`launch`, null for the first), and its lines are kept (meta `launch_lines`) where a reader gives them (LINE).
 
 Step time, from the first source a record has: a logged step time; else a time since the previous record
 (`interval_s`), a cumulative clock (`elapsed_s`: a run time, "0:02:12", "1m 42s") or a timestamp (`wall_time`)
@@ -201,6 +200,8 @@ class StepRecords:
         out["step"] = rows["_s"]
         if self.launch > 1:
             out["launch"] = rows.select(pl.when(pl.col("_launch") > 1).then(pl.col("_launch"))).to_series()
+        if "elapsed_s" in rows.columns and _bar_timed(mapping, schema):
+            out["clock_s"] = rows["elapsed_s"]
         return step_frame_from_columns(out, rows.height)
 
     def _keep_summary(self, rows: pl.DataFrame) -> None:
@@ -294,10 +295,9 @@ class StepRecords:
         if "_line" not in rows.columns:
             return
         spans = rows.group_by("_launch").agg(pl.col("_line").min().alias("a"), pl.col("_line").max().alias("b"))
-        for launch, a, b in spans.iter_rows():
-            if a is not None:
-                seen = self.launch_lines.setdefault(int(launch), [int(a), int(b)])
-                seen[0], seen[1] = min(seen[0], int(a)), max(seen[1], int(b))
+        for launch, a, b in spans.drop_nulls().iter_rows():
+            seen = self.launch_lines.setdefault(int(launch), [int(a), int(b)])
+            seen[0], seen[1] = min(seen[0], int(a)), max(seen[1], int(b))
 
     def _timed(self, rows: pl.DataFrame) -> pl.DataFrame:
         anchor = self.anchor
@@ -385,6 +385,12 @@ class StepRecords:
         if len(self.launch_lines) > 1:
             meta["launch_lines"] = {str(k): v for k, v in sorted(self.launch_lines.items())}
         return meta
+
+
+def _bar_timed(mapping: KeyMapping, schema: pl.Schema) -> bool:
+    """Whether the records' step time is a progress bar's printed rate, beside the bar's clock."""
+    timed = [name for name, _ in mapping.keys_of("step_time_s") if name in schema]
+    return "progress/elapsed" in schema and bool(timed) and all(n.startswith("progress/") for n in timed)
 
 
 def _previous(name: str, first: float | None) -> pl.Expr:
