@@ -9,7 +9,9 @@ bar also prints its elapsed time (`[01:02<05:16, ...]`), the window's step time 
 and the printed rate stays beside it as the log's own figure (its median over the window). Evaluation or a pause
 inside the window counts, as on any wall clock. tqdm prints elapsed in whole seconds, so each end is off by up to
 a second and their difference by less than one: only a window spanning MIN_CLOCK_SPAN_S seconds or more is timed
-by the clock (within 1%); a shorter one keeps the printed rate.
+by the clock (within 1%); a shorter one keeps the printed rate. Smoothing moves the printed rate by tens of
+percent at most: a clock more than MAX_CLOCK_RATIO times the printed rate (or less than its inverse) holds time the
+bar did not advance in (an evaluation between epochs, records logged once an epoch), and the printed rate is kept.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import polars as pl
 from perfledger.calc.steady import SteadyState
 
 MIN_CLOCK_SPAN_S = 100.0  # a whole-second clock is within 1% over 100 s or more
+MAX_CLOCK_RATIO = 1.5  # beyond it the clock holds pauses, not smoothing (a real log: 25x, evaluation per epoch)
 
 
 def timed_by_clock(steps: pl.LazyFrame, steady: SteadyState | None) -> tuple[SteadyState | None, dict[str, Any]]:
@@ -52,6 +55,8 @@ def timed_by_clock(steps: pl.LazyFrame, steady: SteadyState | None) -> tuple[Ste
     clock = (row["c1"] - row["c0"]) / (row["s1"] - row["s0"])
     tokens = steady.tokens_per_s * row["mean"] / clock if steady.tokens_per_s and row["mean"] else None
     printed = row["printed"]
+    if printed and not 1 / MAX_CLOCK_RATIO <= clock / printed <= MAX_CLOCK_RATIO:
+        return steady, {}
     said: dict[str, Any] = {
         "step_time_clock": f"the progress bar's clock: elapsed {row['c1'] - row['c0']:,.0f} s over steps "
                            f"{row['s0']:,}-{row['s1']:,} of the steady window (tqdm's printed rate, a moving "

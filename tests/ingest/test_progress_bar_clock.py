@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import Engine
 
 from ingest.parsers._times import duration_seconds
-from ingest.pipeline import ingest_bytes
+from ingest.pipeline import ingest_bytes, preview
 from perfledger import store
 from perfledger.calc.clock import MIN_CLOCK_SPAN_S, timed_by_clock
 from perfledger.calc.steady import SteadyRule, SteadyState
 from tests.conftest import ROOT
 
 MODDED = ROOT / "tests" / "fixtures" / "unseen" / "modded_nanogpt_2024_muon_record_8xh100.txt"
+CRLF = ROOT / "tests" / "fixtures" / "logs" / "jaong_cpt_large_finetune_windows_console_crlf.txt"
 _STEP = re.compile(r"^step:(\d+)/(\d+) train_loss:([\d.]+) train_time:(\d+)ms", re.MULTILINE)
 
 
@@ -84,10 +85,18 @@ def test_tqdms_minutes_and_seconds_are_read_as_a_clock() -> None:
 
 
 def test_a_window_shorter_than_the_whole_second_clock_can_time_keeps_the_printed_rate() -> None:
-    steady = SteadyState(10, 100, 91, 9, 0, 0.2, 0.2, 0.0, 1.0, None, SteadyRule())
-    short = pl.LazyFrame({"step": [10, 100], "step_time_s": [0.2, 0.2], "clock_s": [2.0, 2.0 + MIN_CLOCK_SPAN_S - 1]})
+    steady = SteadyState(10, 100, 91, 9, 0, 1.0, 1.0, 0.0, 1.0, None, SteadyRule())
+    short = pl.LazyFrame({"step": [10, 100], "step_time_s": [1.0, 1.0], "clock_s": [2.0, 2.0 + MIN_CLOCK_SPAN_S - 1]})
     assert timed_by_clock(short, steady) == (steady, {})
     long = short.with_columns(clock_s=pl.Series([2.0, 2.0 + MIN_CLOCK_SPAN_S]))
     timed, said = timed_by_clock(long, steady)
     assert timed is not None and timed.step_time_s_median == pytest.approx(MIN_CLOCK_SPAN_S / 90)
-    assert said["reported_step_time_s"] == 0.2
+    assert said["reported_step_time_s"] == 1.0
+
+
+def test_a_clock_that_holds_evaluations_between_sparse_records_keeps_the_printed_rate() -> None:
+    # a real HF Trainer console (tests/fixtures/logs): one record an epoch, 5 min of training then 50 min of
+    # evaluation on the bar's clock, which is no step time
+    outcome = preview(CRLF.read_bytes(), CRLF.name)
+    assert outcome.summary.steady is not None
+    assert outcome.summary.steady.step_time_s_median == pytest.approx(1 / 2.16, rel=0.02)
