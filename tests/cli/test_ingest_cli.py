@@ -41,13 +41,13 @@ def test_good_files_are_stored_and_bad_ones_reported_with_exit_1(tmp_path: Path)
 
 
 def test_overrides_fill_what_the_log_does_not_state(tmp_path: Path) -> None:
-    db = f"duckdb:///{tmp_path / 's.duckdb'}"
-    run("perfledger", "init", "--db", db, check=True)
-    out = ingest(str(LOGS / "gaudi_hpu_megatron_llama1b_8card_settrace_killed.log"), "--accelerator", "Gaudi 2",
-                 "--db", db, "--json")
+    log = str(LOGS / "megatron_bridge_llama3_8b_8gpu_cp2_interleaved.txt")  # names its model, not its GPU
+    unhinted = json.loads(ingest(log, "--dry-run", "--json").stdout)
+    assert "accelerator" not in unhinted["config"] and unhinted["steady_state"].get("mfu") is None
+    out = ingest(log, "--accelerator", "H100 SXM", "--db", f"duckdb:///{tmp_path / 's.duckdb'}", "--json")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    assert summary["config"]["accelerator"] == "gaudi2"
+    assert summary["config"]["accelerator"] == "h100-sxm"
     assert 0 < summary["steady_state"]["mfu"] < 1
 
 
