@@ -41,6 +41,8 @@ STEP_TIME_SOURCES = {"logged": "logged per step",
                      "elapsed": "wall clock from the run time the records carry, over the steps between them",
                      "wall": "wall clock from the records' timestamps, over the steps between them",
                      "rate": "the global batch over the logged throughput (samples/s)",
+                     "rate_samples": "the samples of each step over its logged throughput (samples/s)",
+                     "rate_tokens": "the tokens of each step over its logged throughput (tokens/s)",
                      "block": "each block's time (MLLOG block_start to block_stop) over its steps"}
 
 
@@ -185,8 +187,9 @@ class StepRecords:
         if "loss" in rows.columns:
             self.nan_losses += int(rows["loss"].is_nan().sum())
         self._note_wall_time(rows)
+        rows = self._counted(rows, with_rates=False)
         rows = self._timed(rows)
-        rows = self._counted(rows)
+        rows = self._counted(rows, with_rates=True)
         self._advance(rows)
         self.rows += rows.height
         out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
@@ -290,6 +293,10 @@ class StepRecords:
             if column in rows.columns:
                 grown = pl.col(column) - _previous(column, first)
                 sources.append((source, pl.when((steps > 0) & (grown > 0)).then(grown / steps)))
+        for column, rate in (() if sources else (("samples", "samples_per_s"), ("tokens", "tokens_per_s"))):
+            if column in rows.columns and rate in rows.columns:  # no clock: the step's batch over its throughput
+                sources.append((f"rate_{column}", pl.when((pl.col(column) > 0) & (pl.col(rate) > 0))
+                                .then(pl.col(column) / pl.col(rate))))
         if not sources:
             return rows
         rows = rows.with_columns(*(e.alias(f"_t_{s}") for s, e in sources))
@@ -301,7 +308,9 @@ class StepRecords:
             none_before = none_before & ~timed
         return rows.with_columns(pl.coalesce([pl.col(f"_t_{s}") for s, _ in sources]).alias("step_time_s"))
 
-    def _counted(self, rows: pl.DataFrame) -> pl.DataFrame:
+    def _counted(self, rows: pl.DataFrame, *, with_rates: bool) -> pl.DataFrame:
+        """Tokens and samples per step: logged, else a counter's growth over the steps between; with_rates (once the
+        steps are timed), else a logged rate x the step time."""
         anchor = self.anchor
         steps = pl.col("_s") - _previous("_s", anchor.step)
         time = pl.col("step_time_s") if "step_time_s" in rows.columns else pl.lit(None, pl.Float64)
@@ -312,7 +321,7 @@ class StepRecords:
             if counter in rows.columns:
                 grown = pl.col(counter) - _previous(counter, first)
                 parts.append(pl.when((steps > 0) & (grown > 0)).then(grown / steps))
-            if rate in rows.columns:
+            if rate in rows.columns and with_rates:
                 parts.append(pl.col(rate) * time)
             if parts:
                 out.append(pl.coalesce(parts).alias(column))
@@ -342,11 +351,13 @@ class StepRecords:
 
     def step_time_note(self) -> str | None:
         """Where the step time came from, when it was not logged per step (for the run's warnings)."""
-        used = [s for s in ("interval", "elapsed", "wall") if self.step_time_sources.get(s)]
+        used = [s for s in ("interval", "elapsed", "wall", "rate_samples", "rate_tokens")
+                if self.step_time_sources.get(s)]
         if not used:
             return None
-        return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)} (evaluation and checkpoints in "
-                "between count)")
+        clocked = any(s in used for s in ("interval", "elapsed", "wall"))
+        return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)}"
+                + (" (evaluation and checkpoints in between count)" if clocked else " (derived, not printed)"))
 
     def set_aside_note(self) -> str | None:
         if not self.set_aside:
