@@ -293,9 +293,11 @@ class StepRecords:
             if column in rows.columns:
                 grown = pl.col(column) - _previous(column, first)
                 sources.append((source, pl.when((steps > 0) & (grown > 0)).then(grown / steps)))
-        for column, rate in (() if sources else (("samples", "samples_per_s"), ("tokens", "tokens_per_s"))):
-            if column in rows.columns and rate in rows.columns:  # no clock: the step's batch over its throughput
-                sources.append((f"rate_{column}", pl.when((pl.col(column) > 0) & (pl.col(rate) > 0))
+        clocks = [pl.col(c).is_null() for c in ("interval_s", "elapsed_s", "wall_time") if c in rows.columns]
+        unclocked = pl.all_horizontal(clocks) if clocks else pl.lit(True)  # a record that carries no clock
+        for column, rate in (("samples", "samples_per_s"), ("tokens", "tokens_per_s")):
+            if column in rows.columns and rate in rows.columns:  # the step's batch over its printed throughput
+                sources.append((f"rate_{column}", pl.when(unclocked & (pl.col(column) > 0) & (pl.col(rate) > 0))
                                 .then(pl.col(column) / pl.col(rate))))
         if not sources:
             return rows

@@ -45,6 +45,8 @@ def test_train_stats_dicts_are_steps_timed_by_their_examples_per_second(writable
     samples_per_s = store.results(writable_engine, run_id=row.id, metric="samples_per_s")
     assert samples_per_s.height == 1 and samples_per_s["value"][0] == pytest.approx(own, rel=0.01)
     assert any("logged throughput (samples/s)" in w for w in row.warnings)
+    # DeepSpeed's config print states train_batch_size 128 (four ranks of 32); the log's counters count 32: said
+    assert any("counts 32 samples per step but states a global batch of 128" in w for w in row.warnings)
 
 
 def _respelled(text: str) -> str:
