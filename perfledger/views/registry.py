@@ -52,7 +52,8 @@ class Page(Generic[S]):
     slug: str  # URL path and CLI export name
     title: str
     icon: str
-    file: str  # the page script, relative to the repository root (st.Page, AppTest.switch_page)
+    file: str  # the page script, relative to the repository root (st.Page), named `<slug>.py` as Streamlit names
+    # a page by its file: AppTest finds it so before st.navigation has run (one run opens a page in a test)
     state: type[S]
     table: Callable[[S, Engine], pl.DataFrame]
     formulas: tuple[Callable[..., Any], ...]
@@ -87,7 +88,7 @@ PAGES: tuple[Page[Any], ...] = (
          accelerators.AcceleratorView, _remembered(accelerators.table), accelerators.FORMULAS, "ac_"),
     Page("scaling", "Scaling", ":material/trending_up:", "screens/scaling.py",
          scaling.ScalingView, _remembered(scaling.table), scaling.FORMULAS, "sc_"),
-    Page("time-to-train", "Time to train", ":material/schedule:", "screens/time_to_train.py",
+    Page("time-to-train", "Time to train", ":material/schedule:", "screens/time-to-train.py",
          time_to_train.TimeToTrainView, _remembered(time_to_train.table), time_to_train.FORMULAS, "tt_"),
     Page("runs", "Runs", ":material/monitor_heart:", "screens/runs.py",
          runs.RunsView, _remembered(runs.table), runs.FORMULAS, "ru_"),

@@ -51,13 +51,12 @@ APP = str(ROOT / "dashboard.py")
 
 
 def _open_page(slug: str, query: str | dict[str, str] = "") -> AppTest:
-    """Run dashboard.py, switch to the page registered under `slug`, set the URL query, run again."""
-    from perfledger.views.registry import PAGES
+    """Run dashboard.py on the page registered under `slug` with the URL query set: one run (a page's script is
+    named by its slug, which is how AppTest finds a page before st.navigation has registered any)."""
+    from perfledger.views.registry import page
 
-    at = AppTest.from_file(APP, default_timeout=30).run()  # st.navigation registers the url_path slugs
-    at.switch_page(next(p.file for p in PAGES if p.slug == slug))
+    at = AppTest.from_file(APP, default_timeout=30).switch_page(page(slug).file)
     params = dict(kv.split("=", 1) for kv in query.split("&")) if isinstance(query, str) and query else dict(query or {})
-    at.query_params.clear()
     at.query_params.update(params)
     return at.run()
 

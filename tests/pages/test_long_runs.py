@@ -121,9 +121,7 @@ def _open(slug: str, query: str) -> AppTest:
     """tests.pages.conftest's open_page, with the time a 10 M-step run's first render needs."""
     from perfledger.views.registry import PAGES
 
-    at = AppTest.from_file(APP, default_timeout=RENDER_TIMEOUT_S).run()
-    at.switch_page(next(p.file for p in PAGES if p.slug == slug))
-    at.query_params.clear()
+    at = AppTest.from_file(APP, default_timeout=RENDER_TIMEOUT_S).switch_page(next(p.file for p in PAGES if p.slug == slug))
     at.query_params.update(dict(kv.split("=", 1) for kv in query.split("&")))
     return at.run()
 

@@ -99,9 +99,8 @@ def _runs_page(monkeypatch: pytest.MonkeyPatch, url: str, token: str | None) -> 
     monkeypatch.setenv("PERFLEDGER_DB_URL", url)
     if token is not None:
         monkeypatch.setenv("PERFLEDGER_UPLOAD_TOKEN", token)
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=30).run()
-    at.switch_page(next(p.file for p in PAGES if p.slug == "runs"))
-    return at.run()
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=30)
+    return at.switch_page(next(p.file for p in PAGES if p.slug == "runs")).run()
 
 
 def _uploaders(at: object) -> list[object]:

@@ -79,6 +79,7 @@ def test_adding_a_page_is_one_registry_entry_and_one_script(tmp_path: Path, monk
 def test_every_registered_page_has_a_script_and_its_own_widget_prefix() -> None:
     prefixes = [p.widget_prefix for p in registry.PAGES]
     assert all((ROOT / p.file).is_file() for p in registry.PAGES)
+    assert [Path(p.file).stem for p in registry.PAGES] == [p.slug for p in registry.PAGES]  # see Page.file
     assert len(set(prefixes)) == len(prefixes)
     assert not [(a, b) for a in prefixes for b in prefixes if a != b and b.startswith(a)]
     assert len({p.slug for p in registry.PAGES}) == len(registry.PAGES)
