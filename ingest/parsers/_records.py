@@ -7,7 +7,9 @@ perfledger.metric_keys says which name feeds which ledger column and in what uni
 What becomes a step: a record with a step number and a training figure (loss, learning rate, gradient norm, a step
 time or a printed speed). Set aside and counted: records without one (media), evaluation records (an `eval` key),
 end-of-run summaries (a `summary` key such as `train_runtime`), the same step written again (a second rank, a
-repeated row) and the steps a resumed job logs again (a step not above the highest of its launch).
+repeated row) and the steps a resumed job logs again (a step not above the highest of its launch). A step back to
+the file's first step or below starts a launch of its own (several runs in one file): its rows carry its number
+(`launch`, null for the first), and its lines are kept (meta `launch_lines`) where a reader gives them (LINE).
 
 Step time, from the first source a record has: a logged step time; else a time since the previous record
 (`interval_s`), a cumulative clock (`elapsed_s`: a run time, "0:02:12", "1m 42s") or a timestamp (`wall_time`)
@@ -27,11 +29,12 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import step_frame_from_columns
-from ingest.parsers._times import duration_seconds, timestamp_seconds
-from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabulary
+from ingest.parsers._record_values import column_of
+from perfledger.metric_keys import KeyMapping, Vocabulary, load_vocabulary
 from perfledger.records import ResultRecord
 from perfledger.vocabulary import Metric
 
+LINE = "\x00line"  # a record's line in the file, as its reader gives it (no logged name can be spelled so)
 SUMMARY_RATES = ("samples_per_s", "tokens_per_s")  # an end-of-run record's figures kept as results
 TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
             "reported_tokens_per_s_per_device")
@@ -54,63 +57,6 @@ def step_time_source_text(counts: Mapping[str, int]) -> str | None:
         return said[0][0]
     said = [(text, n) for text, n in said if n]
     return "; ".join(f"{text} ({n:,} steps)" for text, n in said) or None
-
-
-_LEADING_NUMBER = r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))"
-_MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
-
-
-def _number(name: str) -> pl.Expr:
-    """A column's values as numbers: numbers as they are; text by its leading number ("146ms" -> 146, "2.3K" ->
-    2300, "10/438" -> 10)."""
-    text = pl.col(name).cast(pl.String)
-    number = text.str.extract(_LEADING_NUMBER, 1).cast(pl.Float64, strict=False)
-    suffix = text.str.extract(_LEADING_NUMBER + r"\s*([KMGTB])(?:[^A-Za-z]|$)", 2)
-    return number * suffix.replace_strict(_MULTIPLIERS, default=1.0, return_dtype=pl.Float64)
-
-
-# a time printed with its unit glued on ("dt: 5.04ms", "iter_time=1.2s"): the printed unit wins over the row's
-_TIME_SUFFIXES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "min": 60.0,
-                  "h": 3600.0}
-_TIME_ROW_UNITS = frozenset({"s", "ms", "us", "min", "h"})
-
-
-def _time_with_its_unit(name: str, row: KeyRow) -> pl.Expr:
-    """A time column read as text: seconds by the unit printed after the number when there is one, else by the
-    row's unit."""
-    text = pl.col(name).cast(pl.String)
-    glued = text.str.extract(_LEADING_NUMBER + r"\s*(ns|us|µs|ms|secs?|s|min|h)\s*$", 2)
-    factor = glued.replace_strict(_TIME_SUFFIXES, default=None, return_dtype=pl.Float64)
-    return _number(name) * pl.coalesce(factor, pl.lit(row.factor))
-
-
-def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
-    """One present key's values in the ledger's unit."""
-    unit = row.unit
-    if unit == "duration":
-        text = pl.col(name).cast(pl.String)
-        return text.map_elements(duration_seconds, return_dtype=pl.Float64, skip_nulls=True)
-    if unit == "n/total":
-        return pl.col(name).cast(pl.String).str.extract(r"^\s*(\d+)", 1).cast(pl.Float64, strict=False)
-    if row.column == "wall_time" and not dtype.is_numeric():  # a timestamp printed as text, in any common form
-        return pl.col(name).cast(pl.String).map_elements(lambda t: timestamp_seconds(t, row.factor),
-                                                         return_dtype=pl.Float64, skip_nulls=True)
-    if unit == "1/s":
-        value = _number(name)
-        return pl.when(value > 0).then(1.0 / value)
-    if unit in _TIME_ROW_UNITS and not dtype.is_numeric():
-        return _time_with_its_unit(name, row)
-    value = pl.col(name).cast(pl.Float64) if dtype.is_numeric() else _number(name)
-    if row.column == "reported_mfu":
-        return pl.when(value > 0).then(value * row.factor)
-    return value * row.factor if row.factor != 1.0 else value
-
-
-def _column(mapping: KeyMapping, column: str, schema: pl.Schema) -> pl.Expr | None:
-    exprs = [_converted(name, row, schema[name]) for name, row in mapping.keys_of(column) if name in schema]
-    if not exprs:
-        return None
-    return pl.coalesce(exprs) if len(exprs) > 1 else exprs[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +85,8 @@ class StepRecords:
     micro_batch: int | None = None
     numbered_by_row: int = 0  # records without a step key, numbered by their order
     _launch_highest: int | None = None  # set by _without_resumed for _advance
+    launch: int = 1  # the launch the records now read belong to
+    launch_lines: dict[int, list[int]] = field(default_factory=dict)  # each launch's first and last record line
     clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
     first_wall_time: float | None = None  # the earliest record timestamp (epoch seconds): when the run ran
@@ -162,7 +110,7 @@ class StepRecords:
             return step_frame_from_columns({}, 0)
         mapping = self.mapping()
         schema = frame.schema
-        columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := _column(mapping, c, schema)) is not None}
+        columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := column_of(mapping, c, schema)) is not None}
         self._remember_micro_batch(frame, columns.get("micro_batch"))
         training = self._training(mapping, columns, clock_only=self.clock_only_steps)
         if not training:
@@ -179,7 +127,8 @@ class StepRecords:
             pl.when((step == step.round(0)) & (step.abs() < 2.0**62)).then(step).cast(pl.Int64).alias("_s"),
             *(e.alias(c) for c, e in columns.items()),
             (pl.any_horizontal(training) & ~evaluation).alias("_training"),
-            evaluation.alias("_eval"), summary.is_not_null().alias("_summary"))
+            evaluation.alias("_eval"), summary.is_not_null().alias("_summary"),
+            *([pl.col(LINE).cast(pl.Int64, strict=False).alias("_line")] if LINE in schema else []))
         self._keep_summary(rows)
         rows = self._set_aside(rows)
         if rows.height == 0:
@@ -192,8 +141,13 @@ class StepRecords:
         rows = self._counted(rows, with_rates=True)
         self._advance(rows)
         self.rows += rows.height
+        self._note_launch_lines(rows)
         out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
         out["step"] = rows["_s"]
+        if self.launch > 1:
+            out["launch"] = rows.select(pl.when(pl.col("_launch") > 1).then(pl.col("_launch"))).to_series()
+        if "elapsed_s" in rows.columns and _bar_timed(mapping, schema):
+            out["clock_s"] = rows["elapsed_s"]
         return step_frame_from_columns(out, rows.height)
 
     def _keep_summary(self, rows: pl.DataFrame) -> None:
@@ -212,7 +166,7 @@ class StepRecords:
             mapping = self.vocabulary.mapping(printed, self.frameworks)
             frame = pl.DataFrame({k: [v] for k, v in printed.items()}, schema=dict.fromkeys(printed, pl.String))
             for column in SUMMARY_RATES:
-                if column not in self.summary_figures and (e := _column(mapping, column, frame.schema)) is not None:
+                if column not in self.summary_figures and (e := column_of(mapping, column, frame.schema)) is not None:
                     value = frame.select(e).item()
                     if value is not None and math.isfinite(value) and value > 0:
                         self.summary_figures[column] = float(value)
@@ -272,12 +226,24 @@ class StepRecords:
             carried = pl.when(pl.col("_launch") == 0).then(pl.lit(self.anchor.highest_step))
             before = pl.max_horizontal(before, carried)
         again = marked.select(((pl.col("_s") > first) & (pl.col("_s") <= before)).fill_null(False)).to_series()
-        highest = marked.filter(pl.col("_launch") == marked["_launch"].max())["_s"].max()
-        self._launch_highest = int(highest) if marked["_launch"].max() else None  # type: ignore[arg-type]
+        started = int(marked["_launch"].max())  # type: ignore[arg-type]
+        highest = marked.filter(pl.col("_launch") == started)["_s"].max()
+        self._launch_highest = int(highest) if started else None  # type: ignore[arg-type]
+        marked = marked.with_columns(pl.col("_launch") + self.launch)
+        self.launch += started
         if again.any():
             self.set_aside["a step logged again after a resume"] += int(again.sum())
-            rows = rows.filter(~again)
-        return rows
+            marked = marked.filter(~again)
+        return marked
+
+    def _note_launch_lines(self, rows: pl.DataFrame) -> None:
+        """Each launch's first and last record line, where the reader gave them."""
+        if "_line" not in rows.columns:
+            return
+        spans = rows.group_by("_launch").agg(pl.col("_line").min().alias("a"), pl.col("_line").max().alias("b"))
+        for launch, a, b in spans.drop_nulls().iter_rows():
+            seen = self.launch_lines.setdefault(int(launch), [int(a), int(b)])
+            seen[0], seen[1] = min(seen[0], int(a)), max(seen[1], int(b))
 
     def _timed(self, rows: pl.DataFrame) -> pl.DataFrame:
         anchor = self.anchor
@@ -368,9 +334,19 @@ class StepRecords:
         return f"records set aside, not steps: {parts}"
 
     def meta(self) -> dict[str, object]:
-        return {"names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
-                "step_time_source": dict(self.step_time_sources), "frameworks": list(self.mapping().frameworks),
-                "columns": {c: [n for n, _ in keys] for c, keys in self.mapping().by_column.items() if c != "-"}}
+        meta: dict[str, object] = {
+            "names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
+            "step_time_source": dict(self.step_time_sources), "frameworks": list(self.mapping().frameworks),
+            "columns": {c: [n for n, _ in keys] for c, keys in self.mapping().by_column.items() if c != "-"}}
+        if len(self.launch_lines) > 1:
+            meta["launch_lines"] = {str(k): v for k, v in sorted(self.launch_lines.items())}
+        return meta
+
+
+def _bar_timed(mapping: KeyMapping, schema: pl.Schema) -> bool:
+    """Whether the records' step time is a progress bar's printed rate, beside the bar's clock."""
+    timed = [name for name, _ in mapping.keys_of("step_time_s") if name in schema]
+    return "progress/elapsed" in schema and bool(timed) and all(n.startswith("progress/") for n in timed)
 
 
 def _previous(name: str, first: float | None) -> pl.Expr:

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import Server, assert_no_exception, open_app, screenshot, settle
-from tests.pages.test_campaign_upload import SWEEP, zipped
+from tests.screens.test_campaign_upload import SWEEP, zipped
 
 pytestmark = pytest.mark.browser
 

@@ -1,6 +1,6 @@
 """Hostile links in a real browser: Markdown, bare URLs and e-mail addresses from the URL are drawn as text (no link
 to the attacker's host, no image fetched from it), which only the rendered page shows. That no URL value makes a
-page raise is proved without a browser, for every key and hostile value, in tests/pages/test_hostile_urls.py."""
+page raise is proved without a browser, for every key and hostile value, in tests/screens/test_hostile_urls.py."""
 
 from __future__ import annotations
 

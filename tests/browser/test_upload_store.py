@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from perfledger import store
 from tests.browser.conftest import LOGS, Server, assert_no_exception, open_app, screenshot, settle
-from tests.pages.test_upload_store import _claims_with_an_unknown_accelerator
+from tests.screens.test_upload_store import _claims_with_an_unknown_accelerator
 
 pytestmark = pytest.mark.browser
 

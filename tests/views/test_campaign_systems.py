@@ -2,7 +2,7 @@
 one configuration. Imported now, they are two campaigns, each scored on its own and saying how many runs its score
 still needs (its stored score, so a review's scaling factor stays in it); a campaign that holds both (a store
 imported before one campaign per system) keys its Repeats on submitter and system and scores each system apart (the
-page: tests/pages/test_campaign_systems_page.py)."""
+page: tests/screens/test_campaign_systems_page.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from perfledger import store
 from perfledger.views.registry import PAGES
 from tests.conftest import DATA_DIR, LOGS
 from tests.faults import fill, postgres_on_a_volume
-from tests.pages.test_store_faults import one_sentence
+from tests.screens.test_store_faults import one_sentence
 
 pytestmark = pytest.mark.postgres
 

@@ -27,7 +27,7 @@ from perfledger.records import STEP_SCHEMA, PreparedRun
 from perfledger.views import long_runs as long_view
 from perfledger.views import runs as rv
 from perfledger.vocabulary import LogFormat
-from tests.pages.conftest import APP
+from tests.screens.conftest import APP
 
 LENGTHS = (10_000, 2 * long_view.LONG_RUN_STEPS)
 RENDER_TIMEOUT_S = 300  # 10 M steps on a loaded 2-core machine: 80 s; idle, about 20
@@ -118,7 +118,7 @@ def _chart_rows(at: AppTest) -> list[tuple[str, int]]:
 
 
 def _open(slug: str, query: str) -> AppTest:
-    """tests.pages.conftest's open_page, with the time a 10 M-step run's first render needs."""
+    """tests.screens.conftest's open_page, with the time a 10 M-step run's first render needs."""
     from perfledger.views.registry import PAGES
 
     at = AppTest.from_file(APP, default_timeout=RENDER_TIMEOUT_S).switch_page(next(p.file for p in PAGES if p.slug == slug))

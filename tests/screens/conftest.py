@@ -74,5 +74,5 @@ def parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list
     record.touch()
     monkeypatch.setenv("PERFLEDGER_TEST_PARSES", str(record))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-m", "tests.pages.counting_worker"))
+    monkeypatch.setattr(worker, "COMMAND", (sys.executable, "-m", "tests.screens.counting_worker"))
     return lambda: record.read_text().splitlines()
