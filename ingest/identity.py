@@ -41,6 +41,7 @@ _PRECISION_WORDS = (("fp8", ("fp8", "float8", "e4m3", "e5m2", "hybrid")), ("bf16
 _WORKLOAD_WORDS = (("lora", ("lora", "qlora", "dora")), ("rlhf", ("ppo", "grpo", "rlhf", "dpo", "rl")),
                    ("sft", ("sft", "finetune", "fine-tune")), ("pretrain", ("pretrain", "pretraining")))
 Provenance = dict[str, dict[str, Any]]
+HOST_NAME = "host_name"  # a configuration row's unit: a host or node name an accelerator may be read from
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +230,8 @@ def _precision(r: _Resolver) -> None:
 def _accelerator(r: _Resolver) -> None:
     printed = r.values["accelerator_as_printed"] or r.values["accelerator"]
     own = catalog.resolve_or_none("accelerator", printed) if printed else None
-    named = [(found, s) for s in r.of("accelerator")
-             if (found := catalog.resolve_or_none("accelerator", str(s.value))) is not None]
+    named = [(found, s) for s in r.of("accelerator") if s.unit != HOST_NAME
+             and (found := catalog.resolve_or_none("accelerator", str(s.value))) is not None]
     ids = list(dict.fromkeys(found for found, _ in named))
     if ids and own not in ids:
         chosen, where = ids[0], next(s for f, s in named if f == ids[0])
@@ -242,12 +243,29 @@ def _accelerator(r: _Resolver) -> None:
     elif printed:
         r.provenance["accelerator"] = {"from": "log", "where": next(
             (s.where for f, s in named if f == own), f"read by the {r.reader} reader")}
-    elif (first := r.first("accelerator")) is not None:
+    elif (first := next((s for s in r.of("accelerator") if s.unit != HOST_NAME), None)) is not None:
         r.set("accelerator", str(first.value), first.where)
         r.values["accelerator_as_printed"] = str(first.value)
+    else:
+        _accelerator_in_host_name(r)
     if len(ids) > 1:
         r.warnings.append("the log names several accelerators: " + "; ".join(
             f"{s.value} ({s.where})" for _, s in named[:3]))
+
+
+def _accelerator_in_host_name(r: _Resolver) -> None:
+    """With no device line, the accelerator a host, node or cluster name names, when its names agree on exactly
+    one (never a guess: two, or none the catalog knows, leave it unstated); said in the warnings."""
+    hosts = [s for s in r.of("accelerator") if s.unit == HOST_NAME]
+    matched = [(m, s) for s in hosts if (m := catalog.accelerator_in_name(str(s.value))) is not None]
+    if len({m.id for m, _ in matched}) != 1:
+        return
+    match, where = matched[0]
+    r.set("accelerator", match.id, where.where, read_from="host name")
+    r.values["accelerator_as_printed"] = match.part
+    r.warnings.append(f"the accelerator is read from a host name, not a device line: {str(where.value)!r} "
+                      f"({where.where}) names {match.id} ({match.part!r}); correct it with `runs set` if the "
+                      "host's name says otherwise")
 
 
 def _model(r: _Resolver) -> None:

@@ -221,7 +221,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
             warnings.append(f"{key} not computed: {reason}")
     results = tuple(_resolved_result(r) for r in parsed.results) + derived_results(printed, config) + _measured_results(
         parsed, config, steady, tps_dev, tflops, mfu, phases.get("samples_per_s"))
-    if not any(r.metric == "samples_per_s" for r in results) and (implied := derived.samples_per_s(config, steady)):
+    if not any(r.metric == "samples_per_s" for r in results) \
+            and (implied := derived.samples_per_s(config, steady, steps, warnings)):
         results += (replace(implied, **_identity_of(config)),)
     return RunSummary(
         config=config.stated(), steady=steady, tokens_per_s_per_device=tps_dev, model_tflops_per_device=tflops,

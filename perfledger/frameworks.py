@@ -77,6 +77,8 @@ VALUE_UNITS: dict[str, str] = {
     "lines": "how many lines match (one per rank: weak evidence of the device count)",
     "name": "a name as printed (a model, an accelerator, a version)",
     "hint_name": "a name used only when the catalog knows it (a run name, a class path's last part)",
+    "host_name": "a host, node, instance or cluster name: an accelerator is read from it only when the catalog "
+                 "finds exactly one in its words (perfledger.catalog.accelerator_in_name), and said so",
     "precision": "a precision as printed (bf16-mixed, Precision.AMP_BF16, bfloat16)",
     "flag": "the key's presence states the row's value (--bf16: precision bf16)",
     "workload": "a workload word (lora, sft, ...)",
@@ -216,7 +218,7 @@ def check_config_key(fields: Mapping[str, str], file_name: str, lineno: int | No
         raise DataFileError(file_name, lineno, f"field {field!r} is not one of: {', '.join(FIELDS)}")
     if unit not in VALUE_UNITS:
         raise DataFileError(file_name, lineno, f"unit {unit!r} is not one of: {', '.join(VALUE_UNITS)}")
-    textual = unit in ("name", "hint_name", "precision", "workload")
+    textual = unit in ("name", "hint_name", "host_name", "precision", "workload")
     if textual != (field in _TEXT_FIELDS) and unit != "flag":
         raise DataFileError(file_name, lineno, f"unit {unit} does not fit field {field}")
     if key.startswith("re:"):

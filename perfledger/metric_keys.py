@@ -18,6 +18,8 @@ It is data, `metric_keys.csv` in the data folder (PERFLEDGER_DATA_DIR, else data
 - `requires` names another key that must be present in the same file for the row to apply (Megatron's `throughput`
   is TFLOP/s per GPU only beside `iteration-time`).
 - `identifies` = yes: the key is one only `framework` logs, so the run's framework is read from it.
+- A name no row spells is read from its words where they settle its meaning (perfledger.key_grammar:
+  `examples_per_second` is samples/s, `loss/train` a loss), after every row.
 
 `python -m perfledger keys add` appends a row after checking it; a file a framework writes then reads without new
 code. The structured-metrics reader (ingest/parsers/_records.py) and the TensorBoard reader use this module.
@@ -160,7 +162,16 @@ class Vocabulary:
         """Every row naming `name` (several when `requires` tells them apart), exact spellings before patterns; a
         name no row spells exactly is looked for case aside ("Loss" as "loss", "TFLOPs" as "tflops")."""
         exact = self._exact.get(name) or self._folded.get(name.casefold(), ())
-        return exact + tuple(row for row in self._patterns if row.matches(name))
+        found = exact + tuple(row for row in self._patterns if row.matches(name))
+        return found or self._by_grammar(name)
+
+    @staticmethod
+    def _by_grammar(name: str) -> tuple[KeyRow, ...]:
+        """The row a name no row spells reads as from its words (perfledger.key_grammar), if any."""
+        from perfledger.key_grammar import row_by_grammar
+
+        row = row_by_grammar(name)
+        return (row,) if row is not None else ()
 
     @functools.cached_property
     def _required(self) -> frozenset[str]:
@@ -169,7 +180,7 @@ class Vocabulary:
     def is_known(self, name: str) -> bool:
         """Whether a reader keeps this name: a key of a row, or the key another row requires beside it."""
         return name in self._exact or name in self._required or name.casefold() in self._folded \
-            or any(row.matches(name) for row in self._patterns)
+            or any(row.matches(name) for row in self._patterns) or bool(self._by_grammar(name))
 
     def exact_rows(self, columns: Iterable[str]) -> tuple[KeyRow, ...]:
         """The rows with a literal key for these columns (what a reader that matches bytes can look for)."""
@@ -197,7 +208,7 @@ class Vocabulary:
 
         def rank(row: KeyRow) -> tuple[bool, int, int]:
             where = scope.index(row.framework) if row.framework in scope else len(scope)
-            return row.origin != USER, where, order[id(row)]
+            return row.origin != USER, where, order.get(id(row), len(order))  # a row read by grammar: last
 
         chosen: dict[str, list[tuple[tuple[bool, int, int], str, KeyRow]]] = {}
         for name in present:

@@ -11,7 +11,7 @@ One line (or one carriage-return frame of it) gives pairs of a name and a value 
 
 A leading timestamp (ISO-8601, `YYYYMMDD-HH:MM:SS`, `[HH:MM:SS]`) is the pair `line_time`; a position printed in
 brackets with no name of its own (`Iter(train) [ 10/720]`, `Epoch:[1/1](100/44173)`) is `position/n` and
-`position/total`. A progress bar gives
+`position/total`; a count the line is after (`after 128 examples`) is `after/examples`. A progress bar gives
 `progress/n` (its position), `progress/elapsed` (its clock), `progress/it_per_s` or `progress/s_per_it` (its rate)
 and `progress/total`; the key vocabulary reads those names as it reads any other. Values keep their thousands
 commas removed, glued units (`146ms`), `K`/`M` suffixes and clocks (`0:15:19.02`) as printed.
@@ -48,6 +48,9 @@ _BAR = re.compile(r"(?<!\d)(\d{1,12})/(\d{1,12}) \[(" + _CLOCK + r")<(?:" + _CLO
 # "Using [24/24] GPUs"): mmengine's
 # "Iter(train) [ 10/720]" and "Epoch(train) [1][ 10/720]", MiniMind's "Epoch:[1/1](100/44173)"
 _POSITION = re.compile(r"(?:(?<=[)\]])\s?|(?<=[A-Za-z_]))[\[(]\s{0,8}(\d{1,12})\s{0,8}/\s{0,8}(\d{1,12})[\])]")
+# a count the line is "after" ("train stats after 128 examples:"): a position in samples, tokens or steps, kept as
+# `after/<noun>` for the key vocabulary (perfledger.key_grammar) to read as a counter
+_AFTER = re.compile(r"\bafter (\d{1,15}) ([a-z]{2,12})\b")
 _CELL = re.compile(r"[^│┃|]+")
 _NUMBER_CELL = re.compile(_NUMBER)
 _DIGITS = re.compile(r"\d+")
@@ -70,6 +73,7 @@ def _text_spans(line: str, start: int = 0, end: int | None = None) -> list[Span]
     spans = [(m.group(1).strip(), m.start(2), m.end(2)) for m in _PAIR.finditer(line, start, stop)]
     if "/" in line and (m := _last(_POSITION.finditer(line, start, stop))) is not None:  # the innermost: the step
         spans += [("position/n", *m.span(1)), ("position/total", *m.span(2))]
+    spans += [(f"after/{m.group(2)}", *m.span(1)) for m in _AFTER.finditer(line, start, stop)]
     return spans + [(m.group(2), m.start(1), m.end(1)) for m in _UNIT_AFTER.finditer(line, start, stop)]
 
 

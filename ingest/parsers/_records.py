@@ -29,8 +29,8 @@ from typing import Any
 import polars as pl
 
 from ingest.parsers._common import step_frame_from_columns
-from ingest.parsers._times import duration_seconds, timestamp_seconds
-from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabulary
+from ingest.parsers._record_values import column_of
+from perfledger.metric_keys import KeyMapping, Vocabulary, load_vocabulary
 from perfledger.records import ResultRecord
 from perfledger.vocabulary import Metric
 
@@ -44,6 +44,8 @@ STEP_TIME_SOURCES = {"logged": "logged per step",
                      "elapsed": "wall clock from the run time the records carry, over the steps between them",
                      "wall": "wall clock from the records' timestamps, over the steps between them",
                      "rate": "the global batch over the logged throughput (samples/s)",
+                     "rate_samples": "the samples of each step over its logged throughput (samples/s)",
+                     "rate_tokens": "the tokens of each step over its logged throughput (tokens/s)",
                      "block": "each block's time (MLLOG block_start to block_stop) over its steps"}
 
 
@@ -55,63 +57,6 @@ def step_time_source_text(counts: Mapping[str, int]) -> str | None:
         return said[0][0]
     said = [(text, n) for text, n in said if n]
     return "; ".join(f"{text} ({n:,} steps)" for text, n in said) or None
-
-
-_LEADING_NUMBER = r"^\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))"
-_MULTIPLIERS = {"K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}
-
-
-def _number(name: str) -> pl.Expr:
-    """A column's values as numbers: numbers as they are; text by its leading number ("146ms" -> 146, "2.3K" ->
-    2300, "10/438" -> 10)."""
-    text = pl.col(name).cast(pl.String)
-    number = text.str.extract(_LEADING_NUMBER, 1).cast(pl.Float64, strict=False)
-    suffix = text.str.extract(_LEADING_NUMBER + r"\s*([KMGTB])(?:[^A-Za-z]|$)", 2)
-    return number * suffix.replace_strict(_MULTIPLIERS, default=1.0, return_dtype=pl.Float64)
-
-
-# a time printed with its unit glued on ("dt: 5.04ms", "iter_time=1.2s"): the printed unit wins over the row's
-_TIME_SUFFIXES = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "min": 60.0,
-                  "h": 3600.0}
-_TIME_ROW_UNITS = frozenset({"s", "ms", "us", "min", "h"})
-
-
-def _time_with_its_unit(name: str, row: KeyRow) -> pl.Expr:
-    """A time column read as text: seconds by the unit printed after the number when there is one, else by the
-    row's unit."""
-    text = pl.col(name).cast(pl.String)
-    glued = text.str.extract(_LEADING_NUMBER + r"\s*(ns|us|µs|ms|secs?|s|min|h)\s*$", 2)
-    factor = glued.replace_strict(_TIME_SUFFIXES, default=None, return_dtype=pl.Float64)
-    return _number(name) * pl.coalesce(factor, pl.lit(row.factor))
-
-
-def _converted(name: str, row: KeyRow, dtype: pl.DataType) -> pl.Expr:
-    """One present key's values in the ledger's unit."""
-    unit = row.unit
-    if unit == "duration":
-        text = pl.col(name).cast(pl.String)
-        return text.map_elements(duration_seconds, return_dtype=pl.Float64, skip_nulls=True)
-    if unit == "n/total":
-        return pl.col(name).cast(pl.String).str.extract(r"^\s*(\d+)", 1).cast(pl.Float64, strict=False)
-    if row.column == "wall_time" and not dtype.is_numeric():  # a timestamp printed as text, in any common form
-        return pl.col(name).cast(pl.String).map_elements(lambda t: timestamp_seconds(t, row.factor),
-                                                         return_dtype=pl.Float64, skip_nulls=True)
-    if unit == "1/s":
-        value = _number(name)
-        return pl.when(value > 0).then(1.0 / value)
-    if unit in _TIME_ROW_UNITS and not dtype.is_numeric():
-        return _time_with_its_unit(name, row)
-    value = pl.col(name).cast(pl.Float64) if dtype.is_numeric() else _number(name)
-    if row.column == "reported_mfu":
-        return pl.when(value > 0).then(value * row.factor)
-    return value * row.factor if row.factor != 1.0 else value
-
-
-def _column(mapping: KeyMapping, column: str, schema: pl.Schema) -> pl.Expr | None:
-    exprs = [_converted(name, row, schema[name]) for name, row in mapping.keys_of(column) if name in schema]
-    if not exprs:
-        return None
-    return pl.coalesce(exprs) if len(exprs) > 1 else exprs[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +110,7 @@ class StepRecords:
             return step_frame_from_columns({}, 0)
         mapping = self.mapping()
         schema = frame.schema
-        columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := _column(mapping, c, schema)) is not None}
+        columns = {c: e for c in mapping.by_column if c not in ("-",) and (e := column_of(mapping, c, schema)) is not None}
         self._remember_micro_batch(frame, columns.get("micro_batch"))
         training = self._training(mapping, columns, clock_only=self.clock_only_steps)
         if not training:
@@ -191,8 +136,9 @@ class StepRecords:
         if "loss" in rows.columns:
             self.nan_losses += int(rows["loss"].is_nan().sum())
         self._note_wall_time(rows)
+        rows = self._counted(rows, with_rates=False)
         rows = self._timed(rows)
-        rows = self._counted(rows)
+        rows = self._counted(rows, with_rates=True)
         self._advance(rows)
         self.rows += rows.height
         self._note_launch_lines(rows)
@@ -220,7 +166,7 @@ class StepRecords:
             mapping = self.vocabulary.mapping(printed, self.frameworks)
             frame = pl.DataFrame({k: [v] for k, v in printed.items()}, schema=dict.fromkeys(printed, pl.String))
             for column in SUMMARY_RATES:
-                if column not in self.summary_figures and (e := _column(mapping, column, frame.schema)) is not None:
+                if column not in self.summary_figures and (e := column_of(mapping, column, frame.schema)) is not None:
                     value = frame.select(e).item()
                     if value is not None and math.isfinite(value) and value > 0:
                         self.summary_figures[column] = float(value)
@@ -313,6 +259,12 @@ class StepRecords:
             if column in rows.columns:
                 grown = pl.col(column) - _previous(column, first)
                 sources.append((source, pl.when((steps > 0) & (grown > 0)).then(grown / steps)))
+        clocks = [pl.col(c).is_null() for c in ("interval_s", "elapsed_s", "wall_time") if c in rows.columns]
+        unclocked = pl.all_horizontal(clocks) if clocks else pl.lit(True)  # a record that carries no clock
+        for column, rate in (("samples", "samples_per_s"), ("tokens", "tokens_per_s")):
+            if column in rows.columns and rate in rows.columns:  # the step's batch over its printed throughput
+                sources.append((f"rate_{column}", pl.when(unclocked & (pl.col(column) > 0) & (pl.col(rate) > 0))
+                                .then(pl.col(column) / pl.col(rate))))
         if not sources:
             return rows
         rows = rows.with_columns(*(e.alias(f"_t_{s}") for s, e in sources))
@@ -324,7 +276,9 @@ class StepRecords:
             none_before = none_before & ~timed
         return rows.with_columns(pl.coalesce([pl.col(f"_t_{s}") for s, _ in sources]).alias("step_time_s"))
 
-    def _counted(self, rows: pl.DataFrame) -> pl.DataFrame:
+    def _counted(self, rows: pl.DataFrame, *, with_rates: bool) -> pl.DataFrame:
+        """Tokens and samples per step: logged, else a counter's growth over the steps between; with_rates (once the
+        steps are timed), else a logged rate x the step time."""
         anchor = self.anchor
         steps = pl.col("_s") - _previous("_s", anchor.step)
         time = pl.col("step_time_s") if "step_time_s" in rows.columns else pl.lit(None, pl.Float64)
@@ -335,7 +289,7 @@ class StepRecords:
             if counter in rows.columns:
                 grown = pl.col(counter) - _previous(counter, first)
                 parts.append(pl.when((steps > 0) & (grown > 0)).then(grown / steps))
-            if rate in rows.columns:
+            if rate in rows.columns and with_rates:
                 parts.append(pl.col(rate) * time)
             if parts:
                 out.append(pl.coalesce(parts).alias(column))
@@ -365,11 +319,13 @@ class StepRecords:
 
     def step_time_note(self) -> str | None:
         """Where the step time came from, when it was not logged per step (for the run's warnings)."""
-        used = [s for s in ("interval", "elapsed", "wall") if self.step_time_sources.get(s)]
+        used = [s for s in ("interval", "elapsed", "wall", "rate_samples", "rate_tokens")
+                if self.step_time_sources.get(s)]
         if not used:
             return None
-        return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)} (evaluation and checkpoints in "
-                "between count)")
+        clocked = any(s in used for s in ("interval", "elapsed", "wall"))
+        return (f"step time is {' or '.join(STEP_TIME_SOURCES[s] for s in used)}"
+                + (" (evaluation and checkpoints in between count)" if clocked else " (derived, not printed)"))
 
     def set_aside_note(self) -> str | None:
         if not self.set_aside:

@@ -52,13 +52,15 @@ _EVIDENCE = _RECORD_COLUMNS - {"lr", "grad_norm"}  # what makes a line evidence 
 _SUMMARY = frozenset({"summary", "samples_per_s", "tokens_per_s"})  # a stepless line of these: the run's totals
 _PROGRESS = ("progress/n", "progress/elapsed", "progress/it_per_s", "progress/s_per_it")
 _GRAMMAR = LogFormat.KEY_VALUE.value
+_POSITIONS = frozenset({"step", "samples_total", "tokens_total"})  # where in training a record is
 Prepared = tuple[list[str], columnar.Chunk | None, list[int]]  # lines worth reading, in columns, their numbers
 
 
 def is_record(pairs: dict[str, str], vocabulary: Vocabulary | None = None) -> bool:
-    """Whether a line's pairs are a step as the vocabulary reads it: a step and a training figure or a clock."""
-    return len(pairs) >= 2 and _columns(vocabulary or load_vocabulary(), frozenset(pairs), ()) >= {"step"} and bool(
-        _columns(vocabulary or load_vocabulary(), frozenset(pairs), ()) & _RECORD_COLUMNS)
+    """Whether a line's pairs are a step as the vocabulary reads it: a position (a step, or the samples or tokens
+    so far: "train stats after 128 examples: {...}") and a training figure or a clock."""
+    columns = _columns(vocabulary or load_vocabulary(), frozenset(pairs), ())
+    return len(pairs) >= 2 and bool(columns & _POSITIONS) and bool(columns & _RECORD_COLUMNS)
 
 
 @functools.lru_cache(maxsize=4096)

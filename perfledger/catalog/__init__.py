@@ -23,6 +23,7 @@ from perfledger.catalog.precision import PRECISION_ALIASES, normalize_precision
 from perfledger.catalog.record import Alias, Catalog, Names, bundled_catalog, format_aliases, parse_aliases
 from perfledger.catalog.resolve import (
     NameMatch,
+    accelerator_in_name,
     model_in_name,
     nearest_ids,
     resolve_accelerator,
@@ -39,6 +40,7 @@ __all__ = [
     "Catalog",
     "NameMatch",
     "Names",
+    "accelerator_in_name",
     "bundled_catalog",
     "format_aliases",
     "is_absent",

@@ -136,3 +136,32 @@ def _path_tails(name: str) -> list[str]:
     """The name, then what follows each `/` in it: "a/b/Qwen2.5-7B" -> the whole, "b/Qwen2.5-7B", "Qwen2.5-7B"."""
     parts = [p for p in name.strip().split("/") if p]
     return list(dict.fromkeys(["/".join(parts[i:]) for i in range(len(parts))] or [name]))
+
+
+IN_HOST_NAME = "the host, node or cluster name holds one catalog accelerator's name among its words"
+_HOST_SPLIT = re.compile(r"[\s_.:/-]+")
+
+
+def accelerator_in_name(name: str, catalog: Catalog | None = None) -> NameMatch | None:
+    """The catalog accelerator a host, node or cluster name names among its words ("a100-80sxm-h9-01" ->
+    a100-80gb), the longest run of words that resolves winning at each place; None when no word does, or when its
+    words name two accelerators (never guessed). Only a word of letters and digits, three characters or more,
+    opens a run: "node" or "t4" alone are too common in host names to say anything.
+
+    >>> accelerator_in_name("a100-80sxm-h9-01").id
+    'a100-80gb'
+    """
+    words = [w for w in _HOST_SPLIT.split(name.lower()) if w]
+    found: dict[str, str] = {}
+    for start, word in enumerate(words):
+        if len(word) < 3 or not re.search(r"[a-z]", word) or not re.search(r"\d", word):
+            continue
+        for end in range(min(len(words), start + 3), start, -1):
+            part = " ".join(words[start:end])
+            if (ident := resolve_or_none("accelerator", part, catalog)) is not None:
+                found.setdefault(ident, part)
+                break
+    if len(found) != 1:
+        return None
+    ident, part = next(iter(found.items()))
+    return NameMatch(ident, part, IN_HOST_NAME)

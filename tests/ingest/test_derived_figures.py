@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from ingest import derived
-from ingest.parsers._records import timestamp_seconds
+from ingest.parsers._times import timestamp_seconds
 from ingest.pipeline import preview
 from perfledger.calc.steady import steady_state
 from perfledger.records import RunConfig

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine
 
 from ingest.detect import detect_head
-from ingest.parsers._records import duration_seconds
+from ingest.parsers._times import duration_seconds
 from ingest.parsers.metrics_file import MetricsFileParser
 from ingest.pipeline import ingest_bytes
 from perfledger import names, store
