@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from perfledger.errors import DataFileError
+
 
 class Metric(StrEnum):
     """A measured or reported quantity; the value is stored in `unit` and nothing else."""
@@ -251,8 +253,6 @@ UNITS_HEADER = ("metric", "spelling", "factor")
 def _spelling_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, Metric, str, list[str]]]:
     """(line, metric, spelling key, cells) of each row of a spellings file (a metric, a spelling, then `header`'s
     further columns); a bad header or row raises DataFileError naming its line. Blank and `#` rows are passed."""
-    from perfledger.errors import DataFileError
-
     metrics = {m.value: m for m in Metric}
     with path.open(newline="", encoding="utf-8") as f:
         rows = csv.reader(f)
@@ -269,8 +269,6 @@ def _spelling_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, M
 
 def read_units(path: Path) -> dict[tuple[Metric, str], float]:
     """{(metric, spelling key): factor} from a units file; a bad row raises DataFileError naming its line."""
-    from perfledger.errors import DataFileError
-
     out: dict[tuple[Metric, str], float] = {}
     for line, metric, key, cells in _spelling_rows(path, UNITS_HEADER):
         try:
