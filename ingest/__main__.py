@@ -66,6 +66,7 @@ def _progress(path: Path, shown: str) -> tuple[Callable[[int], None] | None, Cal
         return None, lambda: None
     if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES or path.suffix == ".gz":
         return None, lambda: None
+    # tqdm loads only to draw a progress bar on a terminal, not for every import
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=Path(shown).name, file=sys.stderr, leave=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ PACKAGES = ("perfledger", "ingest", "screens")
 SCRIPTS = ("app.py", "dashboard.py")
 MODULE_MAX_LINES = 400
 PAGE_MAX_LINES = 120
+PRAGMA = re.compile(r"#|type:\s*ignore(\[[^\]]*\])?|noqa(:\s*[A-Z]+[0-9]+(,\s*[A-Z]+[0-9]+)*)?|pragma:[^#]*")
 
 
 @dataclass(frozen=True)
@@ -137,10 +139,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def says_why(comment: str) -> bool:
+    """Whether a comment holds words beside its tool pragmas (`# type: ignore[...]` or `# noqa: F401` say no why)."""
+    return bool(re.search(r"[A-Za-z]{3,}", PRAGMA.sub(" ", comment)))
+
+
 def comment_lines(source: str) -> dict[int, str]:
-    """{line: the comment on it}, read by the tokenizer (a `#` inside a string is no comment)."""
+    """{line: the comment on it that says a why}, read by the tokenizer (a `#` inside a string is no comment)."""
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return {token.start[0]: token.string for token in tokens if token.type == tokenize.COMMENT}
+    return {token.start[0]: token.string for token in tokens if token.type == tokenize.COMMENT and says_why(token.string)}
 
 
 def function_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
@@ -203,6 +210,7 @@ def test_a_function_import_is_explained_by_a_comment_on_its_line_or_just_above()
         "def h():\n"
         "    x = '#'\n"
         "    import os\n"
+        "    import torch.nn  # type: ignore[import-not-found]\n"
     )
     explained = {found.line: found.explained for found in local_imports("example", source)}
-    assert explained == {2: True, 5: True, 6: True, 9: False}
+    assert explained == {2: True, 5: True, 6: True, 9: False, 10: False}

@@ -61,6 +61,7 @@ def chart_image(spec: str, fmt: ImageFormat) -> bytes:
 
     0.1-0.5 s a chart, so a page asks for it only when the file is downloaded; cached by spec for repeat clicks.
     """
+    # vl-convert (a bundled renderer, heavy) loads only when a chart file is downloaded
     import vl_convert
 
     if fmt == "png":
