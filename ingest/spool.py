@@ -19,7 +19,7 @@ from perfledger.spools import sort_parquet, spool_folder, spooling
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 IN_MEMORY_ROWS = 100_000  # at most ~5 MB of the summary's columns
-STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch")
+STEADY_COLUMNS = ("step", "step_time_s", "tokens", "launch", "clock_s")
 REPORTED_COLUMNS = ("reported_tflops_per_device", "reported_mfu", "reported_tokens_per_s_per_device")
 
 # The external sort's memory. The 1 GB MLPerf bench log (3.2 M steps, repeated step numbers) peaked at 293-299 MB

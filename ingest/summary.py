@@ -27,7 +27,8 @@ from perfledger import catalog
 from perfledger.calc import flops as fl
 from perfledger.calc import metrics as m
 from perfledger.calc import orderstats
-from perfledger.calc.launches import LaunchSpan, chosen_launch, launch_table
+from perfledger.calc.clock import timed_by_clock
+from perfledger.calc.launches import SEVERAL_RUNS, LaunchSpan, chosen_launch, launch_table, launches_note
 from perfledger.calc.phases import phase_figures
 from perfledger.calc.steady import (
     SteadyRule,
@@ -44,7 +45,7 @@ from perfledger.vocabulary import LogFormat
 # The warnings summarize() adds (the others are the parser's): a run summarised again drops these first.
 SUMMARY_WARNINGS = ("not a steady state:", "mfu not computed:", "model_tflops_per_device not computed:",
                     "tokens_per_s_per_device not computed:", "tokens/s per device is the median of the log's own",
-                    "the store holds no catalog")
+                    "the store holds no catalog", SEVERAL_RUNS)
 
 
 def parser_warnings(warnings: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -178,6 +179,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     launch = chosen_launch(list(launches)).launch if launches else None
     if launch is not None:
         steps = steps.filter(pl.col("launch").fill_null(1) == launch)
+        if "launch_summarised" not in parsed.meta:  # a reader that has not said so itself (Megatron's has)
+            warnings.append(launches_note(list(launches), launch, parsed.meta.get("launch_lines") or {}))
     config = derived.batch_from_steps(steps, config, provenance)
     steps = _tokens_from_batch(steps, config, warnings)
     model_row, acc_row = known.model, known.accelerator
@@ -185,7 +188,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     seq_len = config.seq_len or (model_row or {}).get("seq_len")
     f = _flops(shape, seq_len, config, why)
     rule = _with_limits(rule, f, acc_row, config)
-    steady = _steady(steps, rule, why)
+    steady, by_clock = timed_by_clock(steps.lazy(), _steady(steps, rule, why))
     if steady is not None and steady.impossible:
         warnings.append(f"{steady.impossible:,} step(s) faster than the device can be (above the peak of "
                         f"{rule.max_tflops_per_device:,.0f} TFLOP/s per device at {config.precision}): physically "
@@ -206,7 +209,8 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
     if f and (note := _workload_note(config.workload, mfu)) is not None:
         warnings.append(note)
     printed = run_figures(parsed.format, parsed.results, config)
-    reported = reported_beside_ours(window, tps_dev, tflops, mfu, printed, over)
+    reported = reported_beside_ours(window, tps_dev, tflops, mfu, printed, over) | by_clock
+    clocked = reported.pop("step_time_clock", None)
     if shape is not None and seq_len and tps_dev:
         # the convention is FLOPs per token: read at the log's own tokens/s where it prints them
         explain_tflops_difference(reported, shape, int(seq_len), reported.get("reported_tokens_per_s_per_device")
@@ -224,7 +228,7 @@ def summarize(parsed: ParseSummary, config: RunConfig, steps: pl.DataFrame | pl.
         mfu=mfu, flops_per_token=f, flops_formula=fl.workload_title(config.workload) if f else None,
         peak=peak, warnings=tuple(dict.fromkeys(warnings)), why_missing=why, reported=reported, results=results,
         launches=launches, launch=launch, phases=phases, identity=provenance,
-        step_time_source=step_time_source_text(parsed.meta.get("step_time_source") or {})
+        step_time_source=clocked or step_time_source_text(parsed.meta.get("step_time_source") or {})
         if steady is not None and steady.timed_steps else None,
     )
 

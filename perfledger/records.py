@@ -39,6 +39,9 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     # training time within step_time_s; the rest is scoring and gathering. See perfledger.calc.phases.
     "generation_s": pl.Float64(),
     "training_s": pl.Float64(),
+    # A progress bar's clock (tqdm's elapsed, whole seconds) at the step, where the step time is the bar's printed
+    # rate: the summary times the steady window by it (perfledger.calc.clock).
+    "clock_s": pl.Float64(),
 }
 
 

@@ -125,6 +125,7 @@ step = Table(
     Column("launch", Integer),  # launch number within the file; null for a log of one launch
     Column("generation_s", Float),  # RLHF: the step's generation part, as printed
     Column("training_s", Float),  # RLHF: the step's training part, as printed
+    Column("clock_s", Float),  # a progress bar's clock at the step (tqdm's elapsed); see perfledger.calc.clock
     # PostgreSQL reads a run's steps through it. DuckDB finds them as fast from its per-row-group min/max
     # (4.4 ms for a 10k-step run of 10M rows with or without it), and maintaining it cost 40% of an ingest's
     # insert time and 57% more file size; stores made before this still have it, harmlessly.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ingest.parsers._console import Plan
+from ingest.parsers._records import LINE
 
 SHAPE_MARKS = ((r"\d{4,}", "\x04"), (r"\d{3}", "\x03"), (r"\d{2}", "\x02"), (r"\d", "\x01"))
 RECORD, HEADER, PAIRS, NOTHING = "record", "header", "pairs", "nothing"  # what a line of a shape is
@@ -34,13 +35,14 @@ class Chunk:
     whole: list[str]  # the lines as read, for the line by line reader
 
 
-def shaped(lines: list[str], prefixes: tuple[re.Pattern[str], ...]) -> Chunk | None:
-    """The lines in columns; None when a line has a carriage return (progress frames: read line by line) or a prefix
-    Polars cannot search for."""
+def shaped(lines: list[str], prefixes: tuple[re.Pattern[str], ...], numbers: list[int]) -> Chunk | None:
+    """The lines (numbered `numbers` in the file) in columns; None when a line has a carriage return (progress
+    frames: read line by line) or a prefix Polars cannot search for."""
     text = pl.Series("text", lines, dtype=pl.String)
     if not lines or text.str.contains("\r", literal=True).any():
         return None
-    frame = pl.DataFrame({"i": pl.int_range(len(lines), eager=True), "text": text})
+    frame = pl.DataFrame({"i": pl.int_range(len(lines), eager=True), "text": text,
+                          LINE: pl.Series(numbers, dtype=pl.Int64).cast(pl.String)})
     continues = frame["text"].str.contains("│", literal=True) | frame["text"].str.starts_with("|")
     for prefix in prefixes:
         try:
@@ -68,6 +70,7 @@ def values(chunk: Chunk, plans: dict[str, tuple[Plan, str]]) -> pl.DataFrame | N
             return None
         runs = pl.col("text").str.extract_all(r"\d+")
         parts.append(rows.select("i", "continues", pl.lit(kind).alias("kind"),
+                                 pl.when(pl.lit(kind != PAIRS)).then(pl.col(LINE)).alias(LINE),
                                  *(_value(runs, first, blanked, name).alias(name) for name, first, blanked in plan)))
     return pl.concat(parts, how="diagonal_relaxed").sort("i") if parts else None
 

@@ -7,7 +7,9 @@ perfledger.metric_keys says which name feeds which ledger column and in what uni
 What becomes a step: a record with a step number and a training figure (loss, learning rate, gradient norm, a step
 time or a printed speed). Set aside and counted: records without one (media), evaluation records (an `eval` key),
 end-of-run summaries (a `summary` key such as `train_runtime`), the same step written again (a second rank, a
-repeated row) and the steps a resumed job logs again (a step not above the highest of its launch).
+repeated row) and the steps a resumed job logs again (a step not above the highest of its launch). A step back to
+the file's first step or below starts a launch of its own (several runs in one file): its rows carry its number
+(`launch`, null for the first), and its lines are kept (meta `launch_lines`) where a reader gives them (LINE).
 
 Step time, from the first source a record has: a logged step time; else a time since the previous record
 (`interval_s`), a cumulative clock (`elapsed_s`: a run time, "0:02:12", "1m 42s") or a timestamp (`wall_time`)
@@ -32,6 +34,7 @@ from perfledger.metric_keys import KeyMapping, KeyRow, Vocabulary, load_vocabula
 from perfledger.records import ResultRecord
 from perfledger.vocabulary import Metric
 
+LINE = "\x00line"  # a record's line in the file, as its reader gives it (no logged name can be spelled so)
 SUMMARY_RATES = ("samples_per_s", "tokens_per_s")  # an end-of-run record's figures kept as results
 TRAINING = ("loss", "lr", "grad_norm", "step_time_s", "reported_tflops_per_device", "reported_mfu",
             "reported_tokens_per_s_per_device")
@@ -137,6 +140,8 @@ class StepRecords:
     micro_batch: int | None = None
     numbered_by_row: int = 0  # records without a step key, numbered by their order
     _launch_highest: int | None = None  # set by _without_resumed for _advance
+    launch: int = 1  # the launch the records now read belong to
+    launch_lines: dict[int, list[int]] = field(default_factory=dict)  # each launch's first and last record line
     clock_only_steps: bool = False  # a file that logs no training figure: a clock makes a step (console reports)
     rows: int = 0
     first_wall_time: float | None = None  # the earliest record timestamp (epoch seconds): when the run ran
@@ -177,7 +182,8 @@ class StepRecords:
             pl.when((step == step.round(0)) & (step.abs() < 2.0**62)).then(step).cast(pl.Int64).alias("_s"),
             *(e.alias(c) for c, e in columns.items()),
             (pl.any_horizontal(training) & ~evaluation).alias("_training"),
-            evaluation.alias("_eval"), summary.is_not_null().alias("_summary"))
+            evaluation.alias("_eval"), summary.is_not_null().alias("_summary"),
+            *([pl.col(LINE).cast(pl.Int64, strict=False).alias("_line")] if LINE in schema else []))
         self._keep_summary(rows)
         rows = self._set_aside(rows)
         if rows.height == 0:
@@ -189,8 +195,13 @@ class StepRecords:
         rows = self._counted(rows)
         self._advance(rows)
         self.rows += rows.height
+        self._note_launch_lines(rows)
         out = {c: rows[c] for c in rows.columns if not c.startswith("_")}
         out["step"] = rows["_s"]
+        if self.launch > 1:
+            out["launch"] = rows.select(pl.when(pl.col("_launch") > 1).then(pl.col("_launch"))).to_series()
+        if "elapsed_s" in rows.columns and _bar_timed(mapping, schema):
+            out["clock_s"] = rows["elapsed_s"]
         return step_frame_from_columns(out, rows.height)
 
     def _keep_summary(self, rows: pl.DataFrame) -> None:
@@ -269,12 +280,24 @@ class StepRecords:
             carried = pl.when(pl.col("_launch") == 0).then(pl.lit(self.anchor.highest_step))
             before = pl.max_horizontal(before, carried)
         again = marked.select(((pl.col("_s") > first) & (pl.col("_s") <= before)).fill_null(False)).to_series()
-        highest = marked.filter(pl.col("_launch") == marked["_launch"].max())["_s"].max()
-        self._launch_highest = int(highest) if marked["_launch"].max() else None  # type: ignore[arg-type]
+        started = int(marked["_launch"].max())  # type: ignore[arg-type]
+        highest = marked.filter(pl.col("_launch") == started)["_s"].max()
+        self._launch_highest = int(highest) if started else None  # type: ignore[arg-type]
+        marked = marked.with_columns(pl.col("_launch") + self.launch)
+        self.launch += started
         if again.any():
             self.set_aside["a step logged again after a resume"] += int(again.sum())
-            rows = rows.filter(~again)
-        return rows
+            marked = marked.filter(~again)
+        return marked
+
+    def _note_launch_lines(self, rows: pl.DataFrame) -> None:
+        """Each launch's first and last record line, where the reader gave them."""
+        if "_line" not in rows.columns:
+            return
+        spans = rows.group_by("_launch").agg(pl.col("_line").min().alias("a"), pl.col("_line").max().alias("b"))
+        for launch, a, b in spans.drop_nulls().iter_rows():
+            seen = self.launch_lines.setdefault(int(launch), [int(a), int(b)])
+            seen[0], seen[1] = min(seen[0], int(a)), max(seen[1], int(b))
 
     def _timed(self, rows: pl.DataFrame) -> pl.DataFrame:
         anchor = self.anchor
@@ -355,9 +378,19 @@ class StepRecords:
         return f"records set aside, not steps: {parts}"
 
     def meta(self) -> dict[str, object]:
-        return {"names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
-                "step_time_source": dict(self.step_time_sources), "frameworks": list(self.mapping().frameworks),
-                "columns": {c: [n for n, _ in keys] for c, keys in self.mapping().by_column.items() if c != "-"}}
+        meta: dict[str, object] = {
+            "names_read": sorted(self.names_seen), "records_set_aside": dict(self.set_aside),
+            "step_time_source": dict(self.step_time_sources), "frameworks": list(self.mapping().frameworks),
+            "columns": {c: [n for n, _ in keys] for c, keys in self.mapping().by_column.items() if c != "-"}}
+        if len(self.launch_lines) > 1:
+            meta["launch_lines"] = {str(k): v for k, v in sorted(self.launch_lines.items())}
+        return meta
+
+
+def _bar_timed(mapping: KeyMapping, schema: pl.Schema) -> bool:
+    """Whether the records' step time is a progress bar's printed rate, beside the bar's clock."""
+    timed = [name for name, _ in mapping.keys_of("step_time_s") if name in schema]
+    return "progress/elapsed" in schema and bool(timed) and all(n.startswith("progress/") for n in timed)
 
 
 def _previous(name: str, first: float | None) -> pl.Expr:

@@ -9,17 +9,21 @@ from datetime import UTC, datetime
 __all__ = ["duration_seconds", "timestamp_seconds"]
 
 _HMS = re.compile(r"^\s*(?:(\d+) days?,\s*)?(\d+):(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
+_MS = re.compile(r"^\s*(\d+):(\d\d(?:\.\d+)?)\s*$")  # minutes:seconds, as tqdm prints its clock under an hour ("01:02")
 _UNITS = re.compile(r"(\d+(?:\.\d+)?)\s*(d|days?|h|hours?|hr|m|min|mins|minutes?|s|secs?|seconds?|ms)\b")
 _UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
 
 
 def duration_seconds(text: str | None) -> float | None:
-    """A printed duration -> seconds: "0:02:12", "1 day, 0:08:23", "1m 42s", "2h 3m 4s", "42s", "12.5"."""
+    """A printed duration -> seconds: "0:02:12", "1 day, 0:08:23", "01:02" (tqdm's minutes:seconds), "1m 42s",
+    "2h 3m 4s", "42s", "12.5"."""
     if text is None:
         return None
     if (m := _HMS.match(text)) is not None:
         days, h, mins, s = m.groups()
         return int(days or 0) * 86400.0 + int(h) * 3600.0 + int(mins) * 60.0 + float(s)
+    if (m := _MS.match(text)) is not None:
+        return int(m.group(1)) * 60.0 + float(m.group(2))
     parts = _UNITS.findall(text)
     if parts and not _UNITS.sub("", text).strip(" ,"):
         total = 0.0

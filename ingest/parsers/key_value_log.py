@@ -36,7 +36,7 @@ import polars as pl
 
 from ingest.parsers import _console_frames as columnar
 from ingest.parsers._console import Plan, Shapes, is_table_row, line_pairs, line_spans, pairs_of
-from ingest.parsers._records import TRAINING, StepRecords
+from ingest.parsers._records import LINE, TRAINING, StepRecords
 from ingest.parsers.base import LogParser
 from perfledger.errors import NoKnownNames
 from perfledger.frameworks import Frameworks, load_frameworks
@@ -52,6 +52,7 @@ _EVIDENCE = _RECORD_COLUMNS - {"lr", "grad_norm"}  # what makes a line evidence 
 _SUMMARY = frozenset({"summary", "samples_per_s", "tokens_per_s"})  # a stepless line of these: the run's totals
 _PROGRESS = ("progress/n", "progress/elapsed", "progress/it_per_s", "progress/s_per_it")
 _GRAMMAR = LogFormat.KEY_VALUE.value
+Prepared = tuple[list[str], columnar.Chunk | None, list[int]]  # lines worth reading, in columns, their numbers
 
 
 def is_record(pairs: dict[str, str], vocabulary: Vocabulary | None = None) -> bool:
@@ -119,6 +120,7 @@ class KeyValueLogParser(LogParser):
         self.summary_lines = 0
         self.lines_read = 0
         self.numbered = 0  # records with no step anywhere, numbered in order
+        self.lineno = 0  # the line being read (line by line), which a record it starts is given
         self._tail = empty_steps()
         self.shapes = Shapes(self._named)
         self.plans: dict[str, tuple[Plan, str]] = {}  # each shape's plan and what its lines are (_console_frames)
@@ -129,25 +131,29 @@ class KeyValueLogParser(LogParser):
         if self.prefixes is None:
             self._recognise(self.prepare(head.split("\n"), 1)[0])
 
-    def prepare(self, lines: Sequence[str], first_lineno: int) -> tuple[list[str], columnar.Chunk | None]:
-        """The chunk's lines worth reading (found by Polars, no parser state read), and the same in columns."""
+    def prepare(self, lines: Sequence[str], first_lineno: int) -> Prepared:
+        """The chunk's lines worth reading (found by Polars, no parser state read), the same in columns, and their
+        line numbers."""
         series = pl.Series(lines, dtype=pl.String)
-        kept = series.filter(series.str.contains(_search(self.records.vocabulary, self.frameworks))).to_list()
-        return kept, columnar.shaped(kept, self.prefixes) if self.prefixes is not None else None
+        found = series.str.contains(_search(self.records.vocabulary, self.frameworks))
+        kept = series.filter(found).to_list()
+        numbers = (pl.int_range(first_lineno, first_lineno + len(lines), eager=True).filter(found).to_list()
+                   if lines else [])
+        return kept, columnar.shaped(kept, self.prefixes, numbers) if self.prefixes is not None else None, numbers
 
     def feed(self, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
         if first_lineno == 1:
             self.look("\n".join(lines))
         return self.feed_prepared(self.prepare(lines, first_lineno))
 
-    def feed_prepared(self, prepared: tuple[list[str], columnar.Chunk | None]) -> pl.DataFrame:
-        lines, chunk = prepared
+    def feed_prepared(self, prepared: Prepared) -> pl.DataFrame:
+        lines, chunk, numbers = prepared
         if self.prefixes is None:
             self._recognise(lines)
         if chunk is not None and (found := self._columnar(chunk)) is not None:
             return self._steps(found)
         rows: list[dict[str, str]] = []
-        for line in lines:
+        for line, self.lineno in zip(lines, numbers, strict=True):
             for frame in line.split("\r") if "\r" in line else (line,):
                 text = self._unprefixed(frame)
                 self._frame(text, rows, continues=text is not frame or is_table_row(text) or self._under_block(text))
@@ -219,9 +225,9 @@ class KeyValueLogParser(LogParser):
         elif "step" in columns:
             self._close(rows)
             if has_figure:
-                rows.append(pairs)
+                rows.append(pairs | self._line())
             else:
-                self.block, self.block_indent = pairs, _indent(text)
+                self.block, self.block_indent = pairs | self._line(), _indent(text)
         elif self.block is not None:
             for name, value in pairs.items():
                 self.block.setdefault(name, value)
@@ -230,7 +236,7 @@ class KeyValueLogParser(LogParser):
             for name, value in pairs.items():
                 self.summary.setdefault(name, value)
         elif "loss" in own:
-            rows.append(pairs | self._bar_position())
+            rows.append(pairs | self._bar_position() | self._line())
 
     def _columns(self, pairs: dict[str, str]) -> frozenset[str]:
         return _columns(self.records.vocabulary, frozenset(pairs), self.records.frameworks)
@@ -243,7 +249,10 @@ class KeyValueLogParser(LogParser):
         self.bars[total] = pairs
         if has_figure:
             self._close(rows)
-            rows.append(pairs)
+            rows.append(pairs | self._line())
+
+    def _line(self) -> dict[str, str]:
+        return {LINE: str(self.lineno)}
 
     def _bar_position(self) -> dict[str, str]:
         """Where the training bar (the largest total) is, for a record that prints no step of its own."""

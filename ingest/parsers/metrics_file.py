@@ -41,7 +41,7 @@ from ingest.parsers._record_text import (
     record_text,
     unprefixed,
 )
-from ingest.parsers._records import StepRecords
+from ingest.parsers._records import LINE, StepRecords
 from ingest.parsers.base import LogParser, epoch_date
 from perfledger.errors import NoKnownNames, ParseError
 from perfledger.metric_keys import load_vocabulary
@@ -78,6 +78,15 @@ def _header(line: str) -> tuple[str, list[str]] | None:
         if len(names) >= 2 and looks_like_records(names):
             return delimiter, names
     return None
+
+
+def _numbered(frame: pl.DataFrame, lines: Sequence[str], first_lineno: int) -> pl.DataFrame:
+    """The records with their lines (LINE), when there is one record for each line that is not blank (a line
+    skipped as unreadable leaves them unnumbered)."""
+    numbers = [first_lineno + i for i, line in enumerate(lines) if line.strip()]
+    if len(numbers) != frame.height:
+        return frame
+    return frame.with_columns(pl.Series(LINE, numbers, dtype=pl.Int64))
 
 
 class MetricsFileParser(LogParser):
@@ -146,7 +155,7 @@ class MetricsFileParser(LogParser):
         frame = self._csv(lines, first_lineno) if self.mode == "csv" else self._jsonl(lines, first_lineno)
         if frame.height == 0:
             return empty_steps()
-        steps = self.records.steps(frame)
+        steps = self.records.steps(_numbered(frame, lines, first_lineno))
         self.saw_time(epoch_date(self.records.first_wall_time))
         return steps
 

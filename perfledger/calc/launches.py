@@ -69,3 +69,25 @@ def chosen_launch(spans: list[LaunchSpan]) -> LaunchSpan:
     by_number = {s.launch: s for s in spans}
     pick = longest_launch({s.launch: s.steps for s in spans}, {s.launch: s.wall_time_s or 0.0 for s in spans})
     return by_number[pick]
+
+
+SEVERAL_RUNS = "several runs in one file:"  # how launches_note() starts (a summary's own warning)
+
+
+def launches_note(spans: list[LaunchSpan], chosen: int, lines: Mapping[str, list[int]]) -> str:
+    """Which launch a file of several is summarised over, and every launch beside it (its lines where `lines`,
+    launch number as text -> [first, last], gives them): the figures of one launch, never of their steps pooled.
+
+    >>> launches_note([LaunchSpan(1, 1, 10, 10, 9.0), LaunchSpan(2, 1, 30, 30, 20.0)], 2, {"1": [3, 40], "2": [50, 90]})
+    'several runs in one file: 2 launches (the step numbering goes back to the start): launch 1, lines 3-40, steps 1-10 (10 rows); launch 2, lines 50-90, steps 1-30 (30 rows); the figures are launch 2 (lines 50-90) alone, the longest (most logged steps, then most wall time), never the launches pooled'
+    """
+    def where(span: LaunchSpan) -> str:
+        first_last = lines.get(str(span.launch))
+        return f"lines {first_last[0]}-{first_last[1]}" if first_last else f"steps {span.first_step}-{span.last_step}"
+
+    every = "; ".join(f"launch {s.launch}, " + (f"{where(s)}, " if str(s.launch) in lines else "")
+                      + f"steps {s.first_step}-{s.last_step} ({s.steps:,} rows)" for s in spans)
+    pick = next(s for s in spans if s.launch == chosen)
+    return (f"{SEVERAL_RUNS} {len(spans)} launches (the step numbering goes back to the start): {every}; the figures "
+            f"are launch {chosen} ({where(pick)}) alone, the longest (most logged steps, then most wall time), never "
+            "the launches pooled")

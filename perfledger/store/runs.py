@@ -21,7 +21,7 @@ from perfledger.store.write import insert_results
 # Columns added to a table after stores were made with it: (table, column). Adding one is a metadata change in
 # both DuckDB and PostgreSQL; rows stored before read it as null, which every reader takes as "not stated".
 ADDED_COLUMNS: tuple[tuple[sa.Table, str], ...] = ((schema.step, "launch"), (schema.step, "generation_s"),
-                                                   (schema.step, "training_s"),
+                                                   (schema.step, "training_s"), (schema.step, "clock_s"),
                                                    (schema.result, "precision_as_printed"),
                                                    (schema.result, "attributes"), (schema.model, "head_dim"),
                                                    (schema.result, "printed"), (schema.result, "unread"),
