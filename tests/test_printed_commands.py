@@ -3,16 +3,15 @@ SUBCOMMAND` in backticks) found in screens/, perfledger/views/, README.md and do
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import ENTRY_POINTS, run
 from tests.conftest import ROOT
 
 PRINTED_IN = [*sorted((ROOT / "screens").glob("*.py")), *sorted((ROOT / "perfledger" / "views").glob("*.py")),
@@ -51,40 +50,23 @@ def test_the_extraction_finds_the_commands_the_readme_documents() -> None:
     assert command_of("perfledger", "import") == ("perfledger", "import")
 
 
-# The project's own modules answer in this process (their main() is what `python -m` runs; one command per module
-# is still run as a process below, so the module entry points themselves are proved too); others as processes.
-IN_PROCESS: dict[str, Callable[[list[str]], int]] = {
-    "perfledger": lambda argv: importlib.import_module("perfledger.cli").main(argv),
-    "ingest": lambda argv: importlib.import_module("ingest.__main__").main(argv),
-    "ingest.worker": lambda argv: importlib.import_module("ingest.worker").main(argv),
-    "perfledger.microbench": lambda argv: importlib.import_module("perfledger.microbench.run").main(argv),
-}
-
-
-def help_exit_code(command: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> int:
-    """The exit status of `python -m COMMAND --help` answered by the module's main() in this process."""
-    monkeypatch.setattr(sys, "argv", [command[0], *command[1:], "--help"])
-    try:
-        return IN_PROCESS[command[0]]([*command[1:], "--help"])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-
-
+# The project's own modules answer in this process (tests/cli_runner.py: their main() is what `python -m` runs);
+# one command per module is still run as a process below, so the module entry points themselves are proved too;
+# other modules answer as processes.
 @pytest.mark.parametrize(("command", "where"), sorted(printed_commands().items()), ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
-def test_every_printed_command_answers_help(command: tuple[str, ...], where: str, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("PERFLEDGER_DB_URL", f"duckdb:///{tmp_path / 'help.duckdb'}")
-    if command[0] in IN_PROCESS:
-        code = help_exit_code(command, monkeypatch)
-        assert code == 0, f"{where}: python -m {' '.join(command)} --help: {capsys.readouterr().err[-500:]}"
-        assert "usage:" in capsys.readouterr().out
+def test_every_printed_command_answers_help(command: tuple[str, ...], where: str, tmp_path: Path) -> None:
+    env = os.environ | {"PERFLEDGER_DB_URL": f"duckdb:///{tmp_path / 'help.duckdb'}"}
+    if command[0] in ENTRY_POINTS:
+        done = run(*command, "--help", env=env)
+        assert done.returncode == 0, f"{where}: python -m {' '.join(command)} --help: {done.stderr[-500:]}"
+        assert "usage:" in done.stdout
         return
-    done = subprocess.run([sys.executable, "-m", *command, "--help"], cwd=ROOT, env=dict(os.environ),
+    done = subprocess.run([sys.executable, "-m", *command, "--help"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, f"{where}: python -m {' '.join(command)} --help: {done.stderr[-500:]}"
 
 
-@pytest.mark.parametrize("module", sorted(IN_PROCESS))
+@pytest.mark.parametrize("module", sorted(ENTRY_POINTS))
 def test_each_module_answers_help_as_a_process(module: str) -> None:
     done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)

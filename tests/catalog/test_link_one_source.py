@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +12,7 @@ from sqlalchemy import Engine
 from ingest.pipeline import ingest_bytes
 from perfledger import catalog, store
 from perfledger.errors import InvalidInput
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = "source_id,source_kind,metric,value,unit,model,accelerator,precision,locator\n"
@@ -61,8 +61,7 @@ def test_the_cli_says_how_many_rows_of_how_many_sources_it_linked(writable_engin
     url = str(writable_engine.url)
 
     def link(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "perfledger", "catalog", "link", "32B", "qwen3-32b", *extra,
-                               "--db", url], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        return run("perfledger", "catalog", "link", "32B", "qwen3-32b", *extra, "--db", url)
 
     refused = link()
     assert refused.returncode == 2 and "--all-sources" in refused.stderr

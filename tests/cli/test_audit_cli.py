@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,8 @@ from sqlalchemy import Engine
 from ingest import pipeline
 from perfledger import cli
 from perfledger.records import RunConfig
-from tests.conftest import LOGS, ROOT
+from tests.cli_runner import run
+from tests.conftest import LOGS
 
 CLAIMS = LOGS / "claims_example.csv"
 
@@ -90,7 +89,6 @@ def hostile_claims(engine: Engine) -> None:
 def test_audit_csv_neutralises_a_claims_formula_as_every_csv_perfledger_writes(writable_engine: Engine) -> None:
     hostile_claims(writable_engine)
     url = writable_engine.url.render_as_string(hide_password=False)
-    out = subprocess.run([sys.executable, "-m", "perfledger", "audit", "--format", "csv", "--db", url], cwd=ROOT,
-                         capture_output=True, timeout=120, check=True).stdout.decode()
+    out = run("perfledger", "audit", "--format", "csv", "--db", url, check=True).stdout
     assert formula_cells(out) == []
     assert "'" + HOSTILE_SOURCE.replace('"', '""') in out  # kept, as text

@@ -4,7 +4,6 @@ on every page as the original, on DuckDB and on PostgreSQL."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,12 +12,12 @@ import pytest
 from ingest.pipeline import ingest_path
 from perfledger import cli, store
 from perfledger.views.registry import PAGES
-from tests.conftest import LOGS, ROOT
+from tests.cli_runner import run
+from tests.conftest import LOGS
 
 
-def perfledger(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "perfledger", *args], cwd=ROOT, capture_output=True, timeout=300,
-                          check=False)
+def perfledger(*args: str) -> subprocess.CompletedProcess[str]:
+    return run("perfledger", *args)
 
 
 def exports(url: str, queries: list[tuple[str, str]], capsysbinary: pytest.CaptureFixture[bytes],
@@ -42,7 +41,7 @@ def test_a_store_restored_from_its_backup_exports_the_same_bytes_on_every_page(
     saved = perfledger("backup", str(backup), "--db", original)
     assert saved.returncode == 0 and backup.is_file(), saved.stderr
     back = perfledger("restore", str(backup), "--db", restored)
-    assert back.returncode == 0 and b"row counts verified" in back.stdout, back.stderr
+    assert back.returncode == 0 and "row counts verified" in back.stdout, back.stderr
 
     queries = [(p.slug, "") for p in PAGES] + [("runs", f"run={run_id}")]
     before = exports(original, queries, capsysbinary)
@@ -56,13 +55,13 @@ def test_a_backup_never_overwrites_a_file_and_a_restore_needs_an_empty_store(see
     taken = tmp_path / "taken.duckdb"
     taken.write_bytes(b"kept")
     refused = perfledger("backup", str(taken), "--db", f"duckdb:///{seeded_db_file}")
-    assert refused.returncode == 2 and b"exists" in refused.stderr and taken.read_bytes() == b"kept"
+    assert refused.returncode == 2 and "exists" in refused.stderr and taken.read_bytes() == b"kept"
     again = perfledger("restore", str(seeded_db_file), "--db", f"duckdb:///{seeded_db_file}")
-    assert again.returncode == 1 and b"already holds rows" in again.stderr
+    assert again.returncode == 1 and "already holds rows" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("missing", ["nowhere.duckdb", ""])
 def test_a_restore_from_a_file_that_is_not_there_is_a_usage_error(missing: str, tmp_path: Path) -> None:
     done = perfledger("restore", str(tmp_path / missing), "--db", f"duckdb:///{tmp_path / 'new.duckdb'}")
-    assert done.returncode == 2 and b"is not a file" in done.stderr
+    assert done.returncode == 2 and "is not a file" in done.stderr

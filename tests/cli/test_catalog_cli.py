@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("id,family,name,params,layers,hidden,heads,kv_heads,ffn_hidden,vocab,ffn_kind,seq_len,tied_embeddings,"
@@ -17,8 +18,7 @@ MODELS = ("id,family,name,params,layers,hidden,heads,kv_heads,ffn_hidden,vocab,f
 
 
 def run_cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfledger", *args, "--db", f"duckdb:///{db}"],
-                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run("perfledger", *args, "--db", f"duckdb:///{db}")
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfledger import cli
+from tests.cli_runner import run
 from tests.history.series import SLOWED_NIGHT, ingest_series, nightly_series, stored_series
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,9 +29,7 @@ def steady(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
 
 
 def check(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}
-    return subprocess.run([sys.executable, "-m", "perfledger", "check", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    return run("perfledger", "check", *args, env=os.environ | {"PERFLEDGER_DB_URL": url})
 
 
 def test_the_slowed_night_exits_1_and_says_which_figures_moved_and_against_which_runs(
@@ -94,9 +92,8 @@ def test_bad_input_exits_2_with_one_sentence(slowed: tuple[str, list[int]], args
 def test_a_run_with_no_steady_state_figure_is_bad_input(tmp_path: Path) -> None:
     url = f"duckdb:///{tmp_path / 'claims.duckdb'}"
     claims = ROOT / "tests" / "fixtures" / "logs" / "claims_example.csv"  # a claims file: published rows, no steps
-    env = os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}
-    stored = subprocess.run([sys.executable, "-m", "ingest", str(claims), "--json"], env=env, cwd=ROOT,
-                            capture_output=True, text=True, check=True)
+    stored = run("ingest", str(claims), "--json", env=os.environ | {"PERFLEDGER_DB_URL": url})
+    assert stored.returncode == 0, stored.stderr
     done = check(url, str(json.loads(stored.stdout.splitlines()[0])["run_id"]))
     assert done.returncode == 2 and "has no steady-state figure to check" in done.stderr
 
@@ -120,9 +117,8 @@ def _campaign_store(folder: Path, slowed_night: int | None) -> tuple[str, int]:
     url = f"duckdb:///{folder / 'perfledger.duckdb'}"
     store.init_store(store.engine_from_url(url), ROOT / "data")
     nightly_series(folder / "nights", slowed_night=slowed_night)
-    env = os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}
-    done = subprocess.run([sys.executable, "-m", "ingest", str(folder / "nights"), "--model", "llama3-8b", "--json"],
-                          env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = run("ingest", str(folder / "nights"), "--model", "llama3-8b", "--json",
+               env=os.environ | {"PERFLEDGER_DB_URL": url})
     assert done.returncode == 0, done.stderr
     last = json.loads(done.stdout.strip().splitlines()[-1])
     return url, int(last["campaign"]["id"])

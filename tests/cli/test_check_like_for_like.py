@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfledger import store
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -23,12 +23,11 @@ MANGO = "mangoboost_mi300x_1node_llama2_70b_lora_v5.1_result_0.txt"
 
 
 def _env(url: str) -> dict[str, str]:
-    return os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}
+    return os.environ | {"PERFLEDGER_DB_URL": url}
 
 
 def _ingest(url: str, name: str, *hints: str) -> int:
-    done = subprocess.run([sys.executable, "-m", "ingest", str(LOGS / name), "--json", *hints], env=_env(url),
-                          cwd=ROOT, capture_output=True, text=True, check=True)
+    done = run("ingest", str(LOGS / name), "--json", *hints, env=_env(url), check=True)
     return int(json.loads(done.stdout.splitlines()[0])["run_id"])
 
 
@@ -43,8 +42,7 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, int
 
 
 def check(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfledger", "check", *args], env=_env(url), cwd=ROOT,
-                          capture_output=True, text=True, check=False)
+    return run("perfledger", "check", *args, env=_env(url))
 
 
 def test_a_qwen_run_against_a_llama_run_exits_2_naming_the_model_and_devices(

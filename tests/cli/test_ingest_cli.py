@@ -1,4 +1,7 @@
-"""python -m ingest as a user runs it on several files: good ones stored, bad ones reported, exit code 1."""
+"""python -m ingest as a user runs it on several files: good ones stored, bad ones reported, exit code 1.
+
+The first test runs `python -m ingest` as a process, as typed (ingest/__main__.py's own start and exit); the others
+call its main() in this process (tests/cli_runner.py)."""
 
 from __future__ import annotations
 
@@ -7,19 +10,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli_runner import run
 from tests.conftest import LOGS, ROOT
 
 
 def ingest(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ingest", *args], check=False, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return run("ingest", *args)
 
 
 def test_good_files_are_stored_and_bad_ones_reported_with_exit_1(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(256)) * 4)
     db = f"duckdb:///{tmp_path / 's.duckdb'}"
-    out = ingest(str(LOGS / "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log"), str(garbage), "--db", db, "--json")
+    out = subprocess.run([sys.executable, "-m", "ingest", str(LOGS / "qiu023_vlm_pp4_naive_rtx5070ti_ansi.log"),
+                          str(garbage), "--db", db, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         check=False)
     assert out.returncode == 1
     stored, refused = (json.loads(line) for line in out.stdout.splitlines())  # one object per file, refused too
     assert stored["format"] == "torchtitan" and stored["created"] is True
@@ -37,8 +42,7 @@ def test_good_files_are_stored_and_bad_ones_reported_with_exit_1(tmp_path: Path)
 
 def test_overrides_fill_what_the_log_does_not_state(tmp_path: Path) -> None:
     db = f"duckdb:///{tmp_path / 's.duckdb'}"
-    subprocess.run([sys.executable, "-m", "perfledger", "init", "--db", db], cwd=ROOT, check=True,
-                   capture_output=True)
+    run("perfledger", "init", "--db", db, check=True)
     out = ingest(str(LOGS / "gaudi_hpu_megatron_llama1b_8card_settrace_killed.log"), "--accelerator", "Gaudi 2",
                  "--db", db, "--json")
     assert out.returncode == 0, out.stderr
@@ -88,7 +92,7 @@ def test_a_claims_table_with_unknown_names_prints_one_warning_per_name_and_lists
     table = tmp_path / "mpt_as_printed.csv"
     table.write_bytes(data)
     db = f"duckdb:///{tmp_path / 's.duckdb'}"
-    subprocess.run([sys.executable, "-m", "perfledger", "init", "--db", db], cwd=ROOT, check=True, capture_output=True)
+    run("perfledger", "init", "--db", db, check=True)
     out = ingest(str(table), "--db", db)
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stdout.splitlines() if "is not in the catalog" in line]

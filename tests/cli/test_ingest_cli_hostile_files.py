@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,14 +17,14 @@ from ingest import __main__ as cli
 from ingest.streams import open_regular, printable
 from perfledger import store
 from perfledger.errors import ParseError
-from tests.conftest import LOGS, ROOT
+from tests.cli_runner import run
+from tests.conftest import LOGS
 
 MEGATRON = LOGS / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
 
 
 def ingest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ingest", *args], check=False, cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=os.environ | env)
+    return run("ingest", *args, env=os.environ | env)
 
 
 def test_a_fifo_is_refused_within_a_second_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_runner import run
 from tests.conftest import ROOT
 
 CAMPAIGNS = ROOT / "tests" / "fixtures" / "campaigns"
@@ -20,8 +20,7 @@ SWEEP = CAMPAIGNS / "bigscience_gpt2_meg_base_sweep"
 
 
 def ingest(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ingest", *args], check=False, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return run("ingest", *args)
 
 
 def campaign_of(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -85,8 +84,7 @@ def test_a_folder_whose_every_file_is_refused_stores_no_campaign(tmp_path: Path)
     assert out.returncode == 1 and out.stderr.startswith("core.bin: not a log format")
     _, campaign = campaign_of(out.stdout)
     assert campaign["id"] is None and campaign["runs"] == []
-    listed = subprocess.run([sys.executable, "-m", "perfledger", "export", "campaigns", "", "--db", db], cwd=ROOT,
-                            capture_output=True, text=True, check=True, timeout=120)
+    listed = run("perfledger", "export", "campaigns", "", "--db", db, check=True)
     assert listed.stdout.splitlines()[1:] == []
 
 

@@ -1,4 +1,7 @@
-"""python -m ingest.native builds the compiled helpers ahead of time, as the Docker image does, or fails saying why."""
+"""python -m ingest.native builds the compiled helpers ahead of time, as the Docker image does, or fails saying why.
+
+A real process: it imports each compiled helper from a fresh cache folder, and an extension module, once loaded,
+cannot be unloaded from this one."""
 
 from __future__ import annotations
 

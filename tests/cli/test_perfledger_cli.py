@@ -1,4 +1,7 @@
-"""python -m perfledger as a user types it: the figures, the formula, the inputs, and plain errors."""
+"""python -m perfledger as a user types it: the figures, the formula, the inputs, and plain errors.
+
+Commands are answered by perfledger.cli.main in this process (tests/cli_runner.py); the first test runs
+`python -m perfledger` as a process, as typed, and finds it prints what the in-process call prints."""
 
 from __future__ import annotations
 
@@ -10,12 +13,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import run
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfledger", *args, "--db", f"duckdb:///{db}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    return run("perfledger", *args, "--db", f"duckdb:///{db}")
+
+
+@pytest.mark.parametrize("args", [
+    ("calc", "model_tflops", "model=llama2-70b", "seq_len=4096", "tokens_per_s_per_device=1880"),  # exit 0
+    ("calc", "speedup", "candidate=3"),  # exit 2, one sentence on stderr
+])
+def test_python_m_perfledger_as_typed_prints_what_its_main_prints(seeded_db_file: Path, args: tuple[str, ...]) -> None:
+    typed = subprocess.run([sys.executable, "-m", "perfledger", *args, "--db", f"duckdb:///{seeded_db_file}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    answered = run_cli(*args, db=seeded_db_file)
+    assert (typed.returncode, typed.stdout, typed.stderr) == (answered.returncode, answered.stdout, answered.stderr)
+    assert typed.stdout if typed.returncode == 0 else typed.stderr.startswith("error: ")
 
 
 @pytest.mark.parametrize(("args", "value", "unit"), [
@@ -56,8 +72,7 @@ def test_bad_input_gets_a_plain_message_and_exit_2(seeded_db_file: Path, args: t
 
 
 def test_audit_json_lists_every_claim_with_verdict(seeded_db_file: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "perfledger", "audit", "--format", "json", "--db",
-                          f"duckdb:///{seeded_db_file}"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    out = run("perfledger", "audit", "--format", "json", "--db", f"duckdb:///{seeded_db_file}")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert {"reported", "recomputed", "rel_diff", "tolerance", "verdict"} <= set(rows[0])
@@ -73,8 +88,7 @@ def test_corrupt_data_csv_is_reported_with_file_and_line(tmp_path: Path) -> None
     rows[3][rows[0].index("value")] = "seven"  # line 4 of the file
     with (data / "results.csv").open("w", newline="") as fh:
         csv.writer(fh).writerows(rows)
-    out = subprocess.run([sys.executable, "-m", "perfledger", "init", "--data", str(data), "--db",
-                          f"duckdb:///{tmp_path / 'x.duckdb'}"], cwd=ROOT, capture_output=True, text=True, check=False)
+    out = run("perfledger", "init", "--data", str(data), "--db", f"duckdb:///{tmp_path / 'x.duckdb'}")
     assert out.returncode == 1
     assert "results.csv:4" in out.stderr and "Traceback" not in out.stderr
 

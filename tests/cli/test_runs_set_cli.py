@@ -7,25 +7,24 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from perfledger import store
 from perfledger.store.corrections import corrections
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "logs" / "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log"
 
 
 def _env(url: str) -> dict[str, str]:
-    return os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}
+    return os.environ | {"PERFLEDGER_DB_URL": url}
 
 
 def perfledger(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perfledger", *args], env=_env(url), cwd=ROOT, capture_output=True,
-                          text=True, check=False)
+    return run("perfledger", *args, env=_env(url))
 
 
 @pytest.fixture()
@@ -37,8 +36,7 @@ def stored(tmp_path: Path) -> tuple[str, int]:
     engine.dispose()
     unnamed = tmp_path / LOG.name
     unnamed.write_bytes(LOG.read_bytes().replace(b"name: llama3_8b_", b"name: recipe_"))
-    done = subprocess.run([sys.executable, "-m", "ingest", str(unnamed), "--json"], env=_env(url), cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    done = run("ingest", str(unnamed), "--json", env=_env(url), check=True)
     return url, int(json.loads(done.stdout)["run_id"])
 
 

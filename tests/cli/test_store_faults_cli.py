@@ -1,7 +1,12 @@
 """Store faults on the command line are one sentence naming the store and the cause, for every command of
 `python -m perfledger` and `python -m ingest`: a damaged file, a file another process holds, a PostgreSQL server
 that stopped, a read-only volume, a folder refusing the writers' lock file, a full disk under the store or under the
-temporary spool. Nothing stored is lost, and a store on a read-only volume or a full disk is still read."""
+temporary spool. Nothing stored is lost, and a store on a read-only volume or a full disk is still read.
+
+Every command here runs as a real process, not in this one (tests/cli_runner.py): a fault leaves what a process
+would drop at its exit (a DuckDB database invalidated by a failed write, an open file on a volume being unmounted,
+the file-size limit the writers lift), and a lock must be held by a process other than the command's.
+"""
 
 from __future__ import annotations
 

@@ -51,15 +51,12 @@ def nightly_series(folder: Path, *, nights: int = 8, slowed_night: int | None = 
 def ingest_series(url: str, paths: list[Path]) -> list[dict[str, object]]:
     """The logs ingested through `python -m ingest --json` into the store at `url` (the log names no model: the
     nightly job passes it); one JSON outcome per file, in order."""
-    import json
     import os
-    import subprocess
-    import sys
 
-    root = Path(__file__).resolve().parents[2]
-    env = os.environ | {"PYTHONPATH": str(root), "PERFLEDGER_DB_URL": url}
-    done = subprocess.run([sys.executable, "-m", "ingest", *map(str, paths), "--model", "llama3-8b", "--json"],
-                          env=env, capture_output=True, text=True, check=False, cwd=root)
+    from tests.cli_runner import run
+
+    done = run("ingest", *map(str, paths), "--model", "llama3-8b", "--json",
+               env=os.environ | {"PERFLEDGER_DB_URL": url})
     assert done.returncode == 0, done.stderr
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 

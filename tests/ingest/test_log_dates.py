@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingest.pipeline import prepare
+from tests.cli_runner import run
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 TB = "cscs_gh200_llama3_1b_10n4g_megatron.events.out.tfevents.1776244695.nid007435.275938.0"
@@ -40,11 +41,8 @@ def test_a_log_that_prints_no_date_has_none() -> None:
 def test_ingest_json_says_when_the_run_ran(tmp_path: Path) -> None:
     import json
     import os
-    import subprocess
-    import sys
 
     root = LOGS.parents[2]
-    env = os.environ | {"PYTHONPATH": str(root), "PERFLEDGER_DB_URL": f"duckdb:///{tmp_path / 's.duckdb'}"}
-    done = subprocess.run([sys.executable, "-m", "ingest", str(LOGS / "amd_mi355x_llama31_8b_v5.1_result_0.txt"),
-                           "--json"], env=env, cwd=root, capture_output=True, text=True, check=True)
+    env = os.environ | {"PERFLEDGER_DB_URL": f"duckdb:///{tmp_path / 's.duckdb'}"}
+    done = run("ingest", str(LOGS / "amd_mi355x_llama31_8b_v5.1_result_0.txt"), "--json", env=env, cwd=root, check=True)
     assert json.loads(done.stdout.splitlines()[0])["ran_at"] == "2025-10-08T23:30:01.037000+00:00"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ingest.pipeline import preview
 from perfledger.records import RunConfig
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "fixtures" / "logs" / "cscs_gh200_gated_attn_te_1gpu_rankprefix.out"
@@ -26,8 +25,7 @@ def test_the_json_carries_the_printed_tflops_the_difference_and_the_convention_t
 
 
 def test_the_text_output_prints_the_log_figure_beside_ours(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "ingest", str(LOG), "--db", f"duckdb:///{tmp_path / 's.duckdb'}"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    out = run("ingest", str(LOG), "--db", f"duckdb:///{tmp_path / 's.duckdb'}")
     assert out.returncode == 0, out.stderr
     assert "printed by the log: TFLOP/s/device 336.7 (recomputed differs by +5.8%)" in out.stdout
     assert "the log counts FLOPs as 'causal-halved attention" in out.stdout
@@ -91,7 +89,6 @@ def test_deepspeed_flops_profiler_tflops_per_gpu_is_kept_as_the_logs_own_figure_
 
 def test_the_text_output_says_a_printed_figure_covers_the_whole_run(tmp_path: Path) -> None:
     log = LOGS / "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log"
-    out = subprocess.run([sys.executable, "-m", "ingest", str(log), "--db", f"duckdb:///{tmp_path / 's.duckdb'}"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    out = run("ingest", str(log), "--db", f"duckdb:///{tmp_path / 's.duckdb'}")
     assert out.returncode == 0, out.stderr
     assert "printed by the log: TFLOP/s/device 1,116 (recomputed differs by -1.5%) [NeMo's" in out.stdout

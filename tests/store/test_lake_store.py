@@ -20,6 +20,7 @@ from perfledger import store
 from perfledger.errors import StoreError
 from perfledger.store.lake import LakeSpec
 from perfledger.store.lake_steps import count_steps, staged
+from tests.cli_runner import run
 from tests.conftest import LOGS, ROOT, lake_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.ducklake, pytest.mark.skipif(
@@ -100,8 +101,7 @@ def test_a_data_path_that_cannot_be_written_is_one_sentence_and_stores_nothing(p
 
 def test_an_unreachable_ledger_and_catalog_is_one_sentence_without_the_password(tmp_path: Path) -> None:
     url = f"ducklake+postgresql://nobody:secret@127.0.0.1:1/none?data_path={tmp_path}"
-    done = subprocess.run([sys.executable, "-m", "perfledger", "export", "runs", "", "--db", url], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run("perfledger", "export", "runs", "", "--db", url)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "secret" not in done.stderr, done.stderr
     with pytest.raises(StoreError) as caught:

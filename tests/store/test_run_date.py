@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +16,7 @@ import sqlalchemy as sa
 from ingest.pipeline import ingest_path
 from perfledger import store, views
 from perfledger.views.history import FROM_INGEST, FROM_LOG
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -56,9 +55,8 @@ def test_an_older_store_gains_the_run_date_at_its_first_write_and_keeps_its_runs
     assert store.run(reader, old_run).ran_at is None  # type: ignore[union-attr]
     assert b",ingest (the log printed no date)," in views.export("history", "", reader)
     reader.dispose()
-    env = os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url}  # a fresh process: its first write
-    done = subprocess.run([sys.executable, "-m", "ingest", str(MLPERF), "--json"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    env = os.environ | {"PERFLEDGER_DB_URL": url}  # a fresh process: its first write
+    done = run("ingest", str(MLPERF), "--json", env=env, check=True)
     new_run = int(json.loads(done.stdout.splitlines()[0])["run_id"])
     assert "ran_at" in run_columns(url)
     engine = store.engine_from_url(url)

@@ -10,8 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 from ingest.campaign import plan_round
 from perfledger import store
 from perfledger.views import campaigns
+from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -44,9 +43,7 @@ def _folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def import_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[int]]:
     """The folder imported by `python -m ingest`: the store's URL and the ids of the campaigns it stored."""
     folder, url = _folder(tmp_path_factory)
-    done = subprocess.run([sys.executable, "-m", "ingest", str(folder), "--json"], cwd=ROOT,
-                          env=os.environ | {"PYTHONPATH": str(ROOT), "PERFLEDGER_DB_URL": url},
-                          capture_output=True, text=True, check=True)
+    done = run("ingest", str(folder), "--json", env=os.environ | {"PERFLEDGER_DB_URL": url}, check=True)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return url, [int(line["campaign"]["id"]) for line in lines if "campaign" in line]
 

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from perfledger import urlstate
 from perfledger.views import registry
 from perfledger.views.output import render, spreadsheet_safe
+from tests.cli_runner import run
 
 HOSTILE = (
     "x" * 100_000, "99999999999999999999999", "1e309", "-1", "nan", "inf", "no-such-choice",
@@ -90,15 +91,12 @@ def _store_formula_locator(engine: Engine) -> str:
 
 
 def test_perfledger_export_neutralises_a_formula_stored_in_a_result_row(writable_engine: Engine) -> None:
-    import subprocess
-    import sys
     from pathlib import Path
 
     source = _store_formula_locator(writable_engine)
     url = str(writable_engine.url)
     writable_engine.dispose()
-    out = subprocess.run([sys.executable, "-m", "perfledger", "export", "sources", f"src={source}", "--db", url],
-                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120, check=True)
+    out = run("perfledger", "export", "sources", f"src={source}", "--db", url, cwd=Path(__file__).resolve().parents[2], check=True)
     rows = _cells(out.stdout.encode())
     locators = {r[rows[0].index("locator")] for r in rows[1:]}
     assert locators == {"'" + FORMULA}
