@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ingest.demo import ingest_demo_runs
 from ingest.hints import Hints, hints
 from ingest.pipeline import TO_RESOLVE, IngestOutcome, Overrides, dry_run, ingest_stream
 from ingest.streams import open_regular, printable
@@ -65,6 +66,7 @@ def _progress(path: Path, shown: str) -> tuple[Callable[[int], None] | None, Cal
         return None, lambda: None
     if not sys.stderr.isatty() or size < PROGRESS_MIN_BYTES or path.suffix == ".gz":
         return None, lambda: None
+    # tqdm loads only to draw a progress bar on a terminal, not for every import
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=Path(shown).name, file=sys.stderr, leave=False)
@@ -188,6 +190,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 def _ingest_folder(engine: store.Engine, path: Path, overrides: Hints, limit: int, args: argparse.Namespace,
                    known: Catalog | None) -> int:
+    # A folder's process pool and campaign modules (multiprocessing, sqlite3: 140 ms) load only for a folder
     from ingest.campaign_cli import ingest_folder
 
     try:
@@ -220,8 +223,6 @@ def _ingest_file(engine: store.Engine, path: Path, shown: str, overrides: Overri
 
 
 def _demo(engine: store.Engine, data_dir: Path) -> int:
-    from ingest.demo import ingest_demo_runs
-
     try:
         added = ingest_demo_runs(engine, data_dir)
     except PerfledgerError as exc:

@@ -30,7 +30,7 @@ from ingest.hints import Hints, hints
 from ingest.known import KnownRows, known_rows
 from ingest.streams import open_regular
 from perfledger import store
-from perfledger.campaigns import Attempt, CampaignPlan, CampaignSaved
+from perfledger.campaigns import Attempt, CampaignPlan, CampaignSaved, CampaignScore
 from perfledger.catalog import Catalog
 from perfledger.errors import PerfledgerError
 from perfledger.spools import spool_dir
@@ -348,8 +348,6 @@ def _campaign_hash(digests: Sequence[str]) -> str:
 
 def _empty_plan(round_: RoundPlan) -> CampaignPlan:
     """The plan of a folder whose every file was refused: no attempt, nothing to store."""
-    from perfledger.campaigns import CampaignScore
-
     return CampaignPlan(name=round_.folder, kind=CampaignKind.FOLDER, content_sha256=_campaign_hash([]),
                         meta={"folder": round_.folder}, attempts=(),
                         score=CampaignScore(None, None, "none", "every file was refused"),

@@ -61,6 +61,7 @@ def progress_bar(folder: Path) -> Iterator[Tick | None]:
     if not sys.stderr.isatty():
         yield None
         return
+    # tqdm loads only to draw a progress bar on a terminal, not for every import
     from tqdm import tqdm  # type: ignore[import-untyped]
 
     bar = tqdm(unit="B", unit_scale=True, desc=f"{folder.name}: 0 files", file=sys.stderr, leave=False)

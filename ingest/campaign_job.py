@@ -56,6 +56,7 @@ def campaign_from(job: Job) -> CampaignDone:
 
 def import_campaign(folder: Path) -> dict[str, Any]:
     """The worker's step: FOLDER/upload unpacked under FOLDER and imported into the store; what it did, as JSON."""
+    # the child starts light: the campaign modules and the store's driver load here, then LOADED is touched
     from ingest.campaign import import_round
     from ingest.campaign_zip import unpack_zip
     from perfledger import store

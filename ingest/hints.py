@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from perfledger import catalog, store
 from perfledger.errors import InvalidInput, UnknownId
 from perfledger.records import RunConfig
+from perfledger.store.runs import catalog_is_empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +65,6 @@ def hints_for(engine: store.Engine, model: str | None = None, accelerator: str |
               devices: int | None = None, precision: str | None = None, seq_len: int | None = None) -> Hints:
     """hints() with names resolved against the store's catalog (the bundled one for a store never initialised);
     with no name given, the store is not read."""
-    from perfledger.store.runs import catalog_is_empty
-
     if not model and not accelerator:
         return hints(devices=devices, precision=precision, seq_len=seq_len)
     known = None if catalog_is_empty(engine) else store.catalog_record(engine)

@@ -11,6 +11,8 @@ from perfledger import store
 from perfledger.catalog import Catalog
 from perfledger.errors import PerfledgerError
 from perfledger.records import RunConfig
+from perfledger.seed import read_catalog_rows
+from perfledger.settings import data_dir as settings_data_dir
 
 BUNDLED_NOTE = ("the store holds no catalog (run `python -m perfledger init`): the model and accelerator rows came "
                 "from the catalog bundled in data/")
@@ -45,8 +47,5 @@ def known_rows(engine: store.Engine) -> KnownRows:
 
 def bundled_rows() -> KnownRows:
     """data/'s catalog (PERFLEDGER_DATA_DIR), models and accelerators only."""
-    from perfledger.seed import read_catalog_rows
-    from perfledger.settings import data_dir as settings_data_dir
-
     models, accelerators = read_catalog_rows(settings_data_dir())
     return KnownRows(Catalog.from_rows(models, accelerators), BUNDLED_NOTE)

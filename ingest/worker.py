@@ -228,6 +228,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _prepare(folder: Path) -> dict[str, Any]:
+    # the child starts light: parsers and the store driver load here, after the start its memory limit checks
     from ingest import pipeline
     from ingest.hints import hints_for
     from perfledger import store
@@ -256,7 +257,7 @@ def _prepare(folder: Path) -> dict[str, Any]:
 
 def _planned_claims(engine: Any, run: PreparedRun) -> ClaimsPreview:
     """What storing the claims file would do: the CLI's dry run (`python -m ingest --dry-run`), from the store."""
-    from perfledger import store
+    from perfledger import store  # the child's store, loaded by _prepare already; the parent never loads it
 
     _, plan = store.plan_run(engine, run, importer="upload")
     refused = (run.config.get("format_meta") or {}).get("refused") or {}
@@ -268,7 +269,7 @@ def _kept_in_folder() -> None:
 
 
 def _save(folder: Path) -> dict[str, Any]:
-    from perfledger import store
+    from perfledger import store  # the child starts light (the store's driver loads here); the parent never loads it
 
     with (folder / "prepared.pickle").open("rb") as f:
         run: PreparedRun = pickle.load(f)

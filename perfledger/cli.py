@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfledger import cli_backup, cli_catalog, cli_check, cli_compare, cli_keys, cli_resolve, cli_runs, store
+from perfledger import cli_backup, cli_catalog, cli_check, cli_compare, cli_keys, cli_resolve, cli_runs, store, views
 from perfledger.errors import InvalidInput, InvalidQuery, PerfledgerError, UnknownId
+from perfledger.figures import compute
 from perfledger.settings import load_settings
+from perfledger.store.claims import delete_source
 from perfledger.views import registry
 
 USAGE_ERRORS = (InvalidInput, UnknownId, InvalidQuery)
@@ -115,8 +117,6 @@ def _ingest_demo_runs(engine: Any, data_dir: Path) -> int:
 
 
 def cmd_calc(args: argparse.Namespace) -> int:
-    from perfledger.figures import compute
-
     figure = compute(args.name, _key_values(args.args), store.engine_from_url(args.db))
     if args.json:
         print(json.dumps(figure.as_json(), indent=2, default=str))
@@ -130,8 +130,6 @@ def cmd_calc(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from perfledger import views
-
     data = views.export(args.page, args.query, store.engine_from_url(args.db), fmt=args.format)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
@@ -139,8 +137,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def audit_frame(engine: Any, *, cross_source: bool = False) -> Any:
-    from perfledger import views
-
     return views.audit_table(views.AuditView(cross_source=cross_source), engine)
 
 
@@ -162,8 +158,6 @@ def figure(value: float | None, unit: str | None) -> str:
 def cmd_audit(args: argparse.Namespace) -> int:
     frame = audit_frame(store.engine_from_url(args.db), cross_source=args.cross_source)
     if args.format == "csv":  # as every CSV perfledger writes: text cells a spreadsheet would run are neutralised
-        from perfledger import views
-
         sys.stdout.buffer.write(views.render(frame, "csv"))
         sys.stdout.flush()
     elif args.format == "json":
@@ -194,7 +188,6 @@ def cmd_delete(args: argparse.Namespace) -> int:
             raise InvalidInput(f"no run {args.run} in the store")
         print(f"deleted run {args.run} with its steps and results")
         return 0
-    from perfledger.store.claims import delete_source
 
     print(f"deleted source {args.source!r} and its {delete_source(engine, args.source)} results")
     return 0

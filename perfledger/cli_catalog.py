@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from perfledger import cli_rules, store
+from perfledger.catalog.resolve import nearest_ids
+from perfledger.catalog.validate import read_catalog_file
+from perfledger.errors import InvalidInput, UnknownId
 
 
 def register(sub: Any) -> None:
@@ -46,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from perfledger.catalog.validate import read_catalog_file
-
     engine = store.engine_from_url(args.db)
     current = store.catalog_record(engine)
     source_ids = frozenset(store.sources(engine)["id"].to_list())
@@ -79,9 +80,6 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 
 def _kind_of(engine: Any, ident: str) -> str:
-    from perfledger.catalog.resolve import nearest_ids
-    from perfledger.errors import InvalidInput, UnknownId
-
     current = store.catalog_record(engine)
     kinds = [k for k in ("model", "accelerator") if ident in current.rows(k)]
     if len(kinds) > 1:

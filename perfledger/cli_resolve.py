@@ -16,6 +16,8 @@ import sys
 from typing import Any
 
 from perfledger import store
+from perfledger.catalog.resolve import nearest_ids
+from perfledger.errors import UnknownId
 from perfledger.resolutions import FIELDS, answers, resolutions_path, save_answer
 
 
@@ -54,9 +56,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_set(args: argparse.Namespace) -> int:
-    from perfledger.catalog.resolve import nearest_ids
-    from perfledger.errors import UnknownId
-
     engine = store.engine_from_url(args.db)
     if args.field in ("model", "accelerator") and args.answer not in store.catalog_record(engine).rows(args.field):
         raise UnknownId(args.field, args.answer, nearest_ids(args.field, args.answer, store.catalog_record(engine)))

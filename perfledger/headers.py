@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfledger.data_files import csv_rows
+from perfledger.errors import DataFileError
+from perfledger.quantities import plain_header
 
 COLUMN_NAMES_FILE = Path(__file__).resolve().parents[1] / "data" / "column_names.csv"
 HEADER = ("means", "spelling")
@@ -41,8 +43,6 @@ def header_key(text: str) -> str:
 
 def read_column_names(path: Path) -> dict[str, str]:
     """{header key: meaning} from a column names file; a bad row raises DataFileError naming its line."""
-    from perfledger.errors import DataFileError
-
     out: dict[str, str] = {}
     for line, cells in csv_rows(path, HEADER):
         if len(cells) != len(HEADER) or cells[0] not in MEANINGS or not header_key(cells[1]):
@@ -65,8 +65,6 @@ def meaning(header: str) -> str | None:
     >>> meaning("#-GPUs"), meaning("G-Average Seq len"), meaning("Activation checkpointing")
     ('n_devices', 'avg_seq_len', None)
     """
-    from perfledger.quantities import plain_header
-
     return column_names().get(header_key(header)) or column_names().get(header_key(plain_header(header)))
 
 

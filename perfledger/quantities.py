@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perfledger.errors import DataFileError
 from perfledger.vocabulary import Metric, Precision, PrecisionReading
 
 WORDS_FILE = Path(__file__).resolve().parents[1] / "data" / "quantity_words.csv"
@@ -45,8 +46,6 @@ class Words:
 
 def read_words(path: Path) -> Words:
     """The words file; a bad header or row raises DataFileError naming its line. Blank and `#` rows are passed."""
-    from perfledger.errors import DataFileError
-
     out: dict[str, dict[str, tuple[str, float]]] = {k: {} for k in KINDS}
     with path.open(newline="", encoding="utf-8") as f:
         rows = csv.reader(f)
@@ -61,8 +60,6 @@ def read_words(path: Path) -> Words:
 
 
 def _checked_row(name: str, line: int, cells: list[str]) -> tuple[str, str, str, float]:
-    from perfledger.errors import DataFileError
-
     if len(cells) != len(WORDS_HEADER):
         raise DataFileError(name, line, f"expected {len(WORDS_HEADER)} cells ({','.join(WORDS_HEADER)})")
     kind, word, means, text = (c.strip() for c in cells)

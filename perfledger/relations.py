@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfledger.data_files import csv_rows
+from perfledger.errors import DataFileError
 from perfledger.headers import QUANTITIES
 from perfledger.vocabulary import Metric, Workload
 
@@ -118,8 +119,6 @@ def parse_formula(text: str) -> tuple[tuple[str | float, ...], tuple[str | float
 
 def read_relations(path: Path) -> tuple[Relation, ...]:
     """The relations of a relations file; a bad row raises DataFileError naming its line."""
-    from perfledger.errors import DataFileError
-
     out: list[Relation] = []
     for line, cells in csv_rows(path, HEADER):
         try:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from perfledger.data_files import csv_rows
 from perfledger.errors import DataFileError, InvalidInput
+from perfledger.settings import data_dir as settings_data_dir
 from perfledger.vocabulary import Evidence, Metric, Precision, SourceKind, Workload, unit_factor
 
 FILE_NAME = "resolutions.csv"
@@ -79,8 +80,6 @@ def read_resolutions(path: Path) -> Answers:
 
 def resolutions_path(data_dir: Path | None = None) -> Path:
     """The resolutions file of the data folder (PERFLEDGER_DATA_DIR, else data/)."""
-    from perfledger.settings import data_dir as settings_data_dir
-
     return (data_dir or settings_data_dir()) / FILE_NAME
 
 

@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, Field, field, fields, replace
 from typing import Any, TypeVar, get_type_hints
+from urllib.parse import urlencode
 
 T = TypeVar("T")
 
@@ -198,8 +199,6 @@ def to_query(state: Any) -> dict[str, str]:
 
 def query_string(state: Any) -> str:
     """`to_query` as an encoded query string (no leading '?'), for links and the CLI."""
-    from urllib.parse import urlencode
-
     return urlencode(to_query(state), safe=",")
 
 

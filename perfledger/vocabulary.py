@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from perfledger.errors import DataFileError
+
 
 class Metric(StrEnum):
     """A measured or reported quantity; the value is stored in `unit` and nothing else."""
@@ -216,6 +218,7 @@ def read_precision(text: str | None) -> PrecisionReading | None:
     >>> read_precision("Training BF16, Generation FP8").precision
     <Precision.BF16: 'bf16'>
     """
+    # a cycle: quantities imports vocabulary (Metric, Precision) at module level
     from perfledger.quantities import precision_by_grammar
 
     raw = (text or "").strip()
@@ -251,8 +254,6 @@ UNITS_HEADER = ("metric", "spelling", "factor")
 def _spelling_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, Metric, str, list[str]]]:
     """(line, metric, spelling key, cells) of each row of a spellings file (a metric, a spelling, then `header`'s
     further columns); a bad header or row raises DataFileError naming its line. Blank and `#` rows are passed."""
-    from perfledger.errors import DataFileError
-
     metrics = {m.value: m for m in Metric}
     with path.open(newline="", encoding="utf-8") as f:
         rows = csv.reader(f)
@@ -269,8 +270,6 @@ def _spelling_rows(path: Path, header: tuple[str, ...]) -> Iterator[tuple[int, M
 
 def read_units(path: Path) -> dict[tuple[Metric, str], float]:
     """{(metric, spelling key): factor} from a units file; a bad row raises DataFileError naming its line."""
-    from perfledger.errors import DataFileError
-
     out: dict[tuple[Metric, str], float] = {}
     for line, metric, key, cells in _spelling_rows(path, UNITS_HEADER):
         try:
@@ -298,6 +297,7 @@ def unit_factor(metric: Metric, unit: str) -> float | None:
     >>> unit_factor(Metric.MFU, "% (BF16 MFU)"), unit_factor(Metric.MODEL_TFLOPS_PER_DEVICE, "TFLOPs/sec/chip")
     (0.01, 1.0)
     """
+    # a cycle: quantities imports vocabulary (Metric, Precision) at module level
     from perfledger.quantities import unit_factor_of
 
     table = unit_table()
@@ -319,6 +319,7 @@ def unit_spellings(metric: Metric) -> list[str]:
 def metric_of_unit(text: str) -> Metric | None:
     """The one metric a printed unit belongs to ("WPS", "TFLOP/sec/chip", "Tokens / sec / GPU" as a column name):
     a units-file spelling of one metric, else what the unit grammar reads; None when several could be meant."""
+    # a cycle: quantities imports vocabulary (Metric, Precision) at module level
     from perfledger.quantities import metric_of_unit_reading, parse_unit
 
     found = {m for m, spelling in unit_table() if spelling == _key(text)}
@@ -361,6 +362,7 @@ def read_metric(text: str) -> Metric | None:
     >>> read_metric("Total Step time(s)"), read_metric("Tokens / sec / GPU")
     (<Metric.STEP_TIME_S: 'step_time_s'>, <Metric.TOKENS_PER_S_PER_DEVICE: 'tokens_per_s_per_device'>)
     """
+    # a cycle: quantities imports vocabulary (Metric, Precision) at module level
     from perfledger.quantities import plain_header, unit_in_name, unit_suffix
 
     names = metric_name_table()

@@ -22,6 +22,7 @@ from perfledger.chart_colours import Colours
 from perfledger.errors import PerfledgerError
 from perfledger.settings import Settings, load_settings
 from perfledger.views import links
+from perfledger.views._shared import WORKLOAD_LABELS, WORKLOADS, parse_count, si
 from perfledger.views.output import ImageFormat
 from perfledger.views.registry import Page
 from screens._table import (  # noqa: F401  (the pages read them as _ui.NAME)
@@ -318,8 +319,6 @@ def choose_many(label: str, options: Sequence[str], current: Sequence[str], *, k
 
 def choose_workload(current: str, *, key: str, where: Any = st) -> str:
     """The workload filter of a comparing page (perfledger.views._shared.WORKLOADS; "all" mixes them)."""
-    from perfledger.views._shared import WORKLOAD_LABELS, WORKLOADS
-
     return choose("Workload", WORKLOADS, current, key=key, fmt=lambda w: WORKLOAD_LABELS.get(w, w), where=where)
 
 
@@ -333,8 +332,6 @@ def mixed_caveat(state: Any) -> None:
 def count_input(label: str, current: float, *, key: str, where: Any = st) -> float:
     """A text input for a count that reads 300B / 1.2T (perfledger.views._shared.parse_count); a value it cannot
     read is said under the input and the current count is kept."""
-    from perfledger.views._shared import parse_count, si
-
     text = str(where.text_input(label, si(current), key=key))
     try:
         return parse_count(text)

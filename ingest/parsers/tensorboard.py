@@ -339,6 +339,7 @@ class TensorBoardParser(LogParser):
 def _protobuf() -> tuple[Callable[[bytes], Any], type[Exception]]:
     """Event.FromString and protobuf's DecodeError: the package is imported on the first record decoded here (about
     0.15 s), not by every `python -m ingest` that only sniffs."""
+    # protobuf and tensorboard (~0.15 s) load on the first record decoded, not with every sniff
     from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
     from tensorboard.compat.proto import event_pb2  # type: ignore[import-untyped]
 

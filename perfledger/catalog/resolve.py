@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from perfledger.catalog.meaning import nearest_accelerators, nearest_models
 from perfledger.catalog.names import keys, lookup, printed_size
 from perfledger.catalog.record import Catalog, bundled_catalog
 from perfledger.errors import UnknownId
@@ -67,8 +68,6 @@ def nearest_ids(kind: str, name: str, catalog: Catalog | None = None) -> tuple[s
     """The (up to) three catalog ids of `kind` that `name` may mean, nearest first, by meaning before spelling
     (perfledger.catalog.meaning): an accelerator of the vendor its words name, a model of its family, generation and
     parameter count ("16B" is near the 16B models, not mpt-1b; "gemma4-26b" near no model the catalog has)."""
-    from perfledger.catalog.meaning import nearest_accelerators, nearest_models
-
     known = catalog or bundled_catalog()
     return nearest_models(name, known) if kind == "model" else nearest_accelerators(name, known)
 

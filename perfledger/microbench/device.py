@@ -48,6 +48,7 @@ def resolve_accelerator_id(device_name: str, backend: str) -> tuple[str | None, 
 
 def detect_device(requested: str) -> DeviceInfo:
     """The device to measure: "auto" takes the first GPU torch sees, else the CPU."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
@@ -76,6 +77,7 @@ def supported_precisions(wanted: Sequence[str], device: str) -> tuple[tuple[str,
 
 def torch_dtype(precision: str) -> torch.dtype:
     """The torch dtype of a benchmark precision: fp32, fp16 or bf16."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
@@ -83,6 +85,7 @@ def torch_dtype(precision: str) -> torch.dtype:
 
 def synchronizer(device: str) -> Callable[[], None]:
     """A call that waits until the device has finished its queued work (nothing to wait for on a CPU)."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     if device.startswith("cuda"):
@@ -92,6 +95,7 @@ def synchronizer(device: str) -> Callable[[], None]:
 
 def _unsupported(precision: str, device: str) -> str | None:
     """Why this device cannot run `precision` matmuls at speed, or None when it can."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     if precision == "bf16" and device.startswith("cuda") and not torch.cuda.is_bf16_supported(False):
@@ -108,6 +112,7 @@ def _unsupported(precision: str, device: str) -> str | None:
 
 
 def _cpu_native(precision: str) -> bool:
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     check = {"bf16": "_is_mkldnn_bf16_supported", "fp16": "_is_mkldnn_fp16_supported"}[precision]

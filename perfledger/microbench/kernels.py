@@ -44,6 +44,7 @@ class _BlockWeights:
 
 
 def _block_weights(config: BenchConfig, dtype: torch.dtype, device: str) -> _BlockWeights:
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     h, f = config.hidden, config.ffn_hidden
@@ -59,6 +60,7 @@ def _block_weights(config: BenchConfig, dtype: torch.dtype, device: str) -> _Blo
 
 
 def _block_forward(x: torch.Tensor, w: _BlockWeights, heads: int) -> torch.Tensor:
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
 
     b, s, h = x.shape
@@ -72,6 +74,7 @@ def _block_forward(x: torch.Tensor, w: _BlockWeights, heads: int) -> torch.Tenso
 
 def measure_block(config: BenchConfig, precision: str, batch: int, device: str, *, backward: bool) -> Measurement:
     """Forward, or forward+backward (input and weight gradients), of one block at one batch size."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     dtype = torch_dtype(precision)
@@ -95,6 +98,7 @@ def measure_block(config: BenchConfig, precision: str, batch: int, device: str, 
 
 def measure_matmul(config: BenchConfig, precision: str, size: int, device: str) -> Measurement:
     """One square (size x size) @ (size x size) product into a preallocated output."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     a, b, out = (torch.randn(size, size, device=device, dtype=torch_dtype(precision)) for _ in range(3))
@@ -105,6 +109,7 @@ def measure_matmul(config: BenchConfig, precision: str, size: int, device: str) 
 
 def run_all(config: BenchConfig, device: str, out: TextIO, log: Callable[[str], None]) -> list[Measurement]:
     """Every measurement of the config, each written to `out` as one JSON line as soon as it is taken."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch
 
     done: list[Measurement] = []

@@ -38,6 +38,7 @@ def header(
     note: str | None,
 ) -> dict[str, Any]:
     """The result file's first line: format version, device, software versions, host and the config."""
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch  # type: ignore[import-not-found, unused-ignore]
 
     return {
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, config: BenchConfig) -> int:
+    # torch is optional (requirements-torch.txt): it loads only when a benchmark runs
     import torch  # type: ignore[import-not-found, unused-ignore]
 
     torch.set_float32_matmul_precision("highest")  # fp32 means fp32: no TF32 behind its back

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine
 
 from perfledger import schema
 from perfledger.catalog.link import UnlinkedName, link_record, unlinked_in
+from perfledger.errors import InvalidInput
 from perfledger.records import ResultRecord
 from perfledger.settings import load_settings
 from perfledger.store.catalog_table import catalog_from
@@ -181,6 +182,7 @@ def _insert(conn: Connection, table: sa.Table) -> sa.Insert:
     """An INSERT that, on PostgreSQL, skips a row another writer committed since we looked (same key); DuckDB
     has one writer at a time."""
     if conn.dialect.name == "postgresql":
+        # PostgreSQL's dialect (~100 ms) loads only on a PostgreSQL store, never on the default DuckDB one
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert(table).on_conflict_do_nothing()
@@ -204,8 +206,6 @@ def _differs(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
 def delete_source(engine: Engine, source_id: str) -> int:
     """Remove an imported source and every result under it, in one transaction; how many results went.
     A curated source is refused (it comes back with the next `init`)."""
-    from perfledger.errors import InvalidInput
-
     with connection(engine, write=True) as conn:
         found = conn.execute(sa.select(schema.source.c.kind, schema.source.c.evidence)
                              .where(schema.source.c.id == source_id)).first()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import duckdb
 import sqlalchemy as sa
 from sqlalchemy import Engine
 
@@ -148,8 +149,6 @@ def extension_file(name: str) -> Path:
 
 def _duckdb() -> Any:
     """A new in-memory DuckDB with both extensions loaded from their files."""
-    import duckdb
-
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
         for name in EXTENSIONS:
@@ -217,8 +216,6 @@ def new_cursor(lake: LakeSpec) -> Any:
 
 @contextmanager
 def _said_as_store_errors(lake: LakeSpec) -> Iterator[None]:
-    import duckdb
-
     try:
         yield
     except (duckdb.Error, OSError) as exc:
@@ -229,8 +226,6 @@ def _said_as_store_errors(lake: LakeSpec) -> Iterator[None]:
 def lake_errors(lake: LakeSpec) -> Iterator[None]:
     """DuckDB's and the OS's errors in the block raised as the StoreError (or DiskFull) that says them; the lake is
     detached, so that its next use attaches it afresh (a catalog server that restarted is reached again)."""
-    import duckdb
-
     try:
         yield
     except (duckdb.Error, OSError) as exc:
@@ -239,8 +234,6 @@ def lake_errors(lake: LakeSpec) -> Iterator[None]:
 
 
 def _detach(alias: str) -> None:
-    import duckdb
-
     with _OPENING:
         base = _BASE.get(os.getpid())
         if alias not in _ATTACHED or base is None:

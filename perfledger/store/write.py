@@ -218,6 +218,7 @@ def _insert_new(conn: Connection, table: sa.Table) -> sa.Insert:
     DuckDB has one writer at a time (its file lock), so there the plain INSERT cannot meet such a row.
     """
     if conn.dialect.name == "postgresql":
+        # PostgreSQL's dialect (~100 ms) loads only on a PostgreSQL store, never on the default DuckDB one
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert(table).on_conflict_do_nothing()

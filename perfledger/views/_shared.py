@@ -8,6 +8,7 @@ import polars as pl
 
 from perfledger import names
 from perfledger.calc import flops
+from perfledger.urlstate import quoted
 from perfledger.vocabulary import Metric
 
 FORMULA_NAMES = tuple(flops.FORMULAS)
@@ -89,8 +90,6 @@ def unknown_ids(refs: tuple[CatalogRef, ...], known: dict[str, set[str]]) -> lis
     >>> unknown_ids((("m", "model", ("llama2-7b", "llama9")),), {"model": {"llama2-7b"}})
     ["m='llama9' is not a model id in the catalog: nothing is stored for it; pick one from the list."]
     """
-    from perfledger.urlstate import quoted
-
     return [f"{key}={quoted(i)} is not {'an' if kind[0] in 'aeiou' else 'a'} {kind} id in the catalog: nothing is "
             "stored for it; pick one from the list."
             for key, kind, ids in refs for i in ids if i and i not in known.get(kind, set())]

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 
 from perfledger import names, numbers, store
 from perfledger.errors import InvalidQuery
+from perfledger.views.audit import WARNING_KEYS, implausible_warnings
 from perfledger.views.registry import state_from_query, table
 from perfledger.views.remembered import until_written
 
@@ -60,6 +61,7 @@ def chart_image(spec: str, fmt: ImageFormat) -> bytes:
 
     0.1-0.5 s a chart, so a page asks for it only when the file is downloaded; cached by spec for repeat clicks.
     """
+    # vl-convert (a bundled renderer, heavy) loads only when a chart file is downloaded
     import vl_convert
 
     if fmt == "png":
@@ -128,8 +130,6 @@ def rows_as_inputs(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
 def implausible_in(table_frame: pl.DataFrame, engine: Engine) -> list[str]:
     """The audit's warning for every stored result a page's table was computed from (its '... result id' columns)
     whose configuration the audit calls implausible: one sentence per configuration, naming the result ids."""
-    from perfledger.views.audit import WARNING_KEYS, implausible_warnings
-
     ids = {int(i) for c in table_frame.columns if c.endswith("result id") for i in table_frame[c].drop_nulls()}
     warnings = implausible_warnings(engine) if ids else {}
     if not warnings:

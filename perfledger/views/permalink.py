@@ -11,6 +11,10 @@ from sqlalchemy import Engine
 
 from perfledger import store
 from perfledger.errors import InvalidQuery, PerfledgerError
+from perfledger.views import accelerators, audit, mlperf, runs, scaling, sources, speedups
+from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC, WORKLOADS
+from perfledger.views.links import to
+from perfledger.views.registry import page_of, table
 
 SCHEMA: dict[str, pl.DataType] = {"field": pl.String(), "value": pl.String()}
 _ID_COLUMNS = ("id", "claim_id")  # a table's own result id (Sources, Audit), beside every '... result id' column
@@ -50,13 +54,10 @@ def detail(engine: Engine, result_id: int) -> pl.DataFrame:
 
 def _audit(engine: Engine, row: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
     """The audit's verdict on the row (a checked claim), or on the claims it is an input of."""
-    from perfledger.views.audit import AuditView
-    from perfledger.views.registry import table
-
     if not row.get("source_id"):
         yield "audit verdict", "not audited (a run's own figure: its page recomputes it from its steps)"
         return
-    audited = table("audit", AuditView(sources=(row["source_id"],)), engine)
+    audited = table("audit", audit.AuditView(sources=(row["source_id"],)), engine)
     claims = audited.filter(pl.col("claim_id") == row["id"])
     used_by = audited.filter(pl.col("inputs").str.contains(rf"\bresult {int(row['id'])}\b").fill_null(False))
     if claims.height == 0:
@@ -72,9 +73,6 @@ def _audit(engine: Engine, row: dict[str, Any]) -> Iterator[tuple[str, str | Non
 
 def _candidates(row: dict[str, Any]) -> Iterator[Any]:
     """The views that could show the row: its source's and run's, and its model's on the comparing pages."""
-    from perfledger.views import accelerators, audit, mlperf, runs, scaling, sources, speedups
-    from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC, WORKLOADS
-
     yield sources.SourcesView(source=row["source_id"]) if row.get("source_id") else None
     yield runs.RunsView(run=int(row["run_id"])) if row.get("run_id") else None
     yield mlperf.MlperfView() if row.get("run_id") else None
@@ -94,9 +92,6 @@ def _shows(frame: pl.DataFrame, result_id: int, own_ids: bool) -> bool:
 
 def views_using(engine: Engine, row: dict[str, Any]) -> list[str]:
     """The links of the views whose table shows result `row` (its id in a result-id column of the table)."""
-    from perfledger.views.links import to
-    from perfledger.views.registry import page_of
-
     found = []
     for state in _candidates(row):
         if state is None:

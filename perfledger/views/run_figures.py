@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from perfledger import names, store
 from perfledger.records import RunRow
 from perfledger.views._shared import TFLOPS_METRIC, TOKEN_METRIC
+from perfledger.views.mlperf import derived_tflops
 from perfledger.vocabulary import Metric
 
 MFU = Metric.MFU.value
@@ -48,8 +49,6 @@ def run_figures(engine: Engine, row: RunRow) -> pl.DataFrame:
     """The result rows a run produced (time to train first), each labelled with how it was obtained; for a run
     that states its device count, tokens/s per device derived from its tokens/s is added and labelled so, and model
     TFLOP/s per device from those tokens/s when the model and sequence length are known (views.mlperf)."""
-    from perfledger.views.mlperf import derived_tflops
-
     rows = store.results(engine, run_id=row.id, columns=["metric", "value", "unit", "evidence", "precision",
                                                          "n_devices", "note"])
     devices = row.config.get("n_devices")

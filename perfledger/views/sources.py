@@ -38,6 +38,7 @@ SOURCE_ROWS = ("id", "metric", "value", "unit", "model_id", "accelerator_id", "n
 def table(state: SourcesView, engine: Engine) -> pl.DataFrame:
     """A result's fields (result=ID), a source's rows (src=ID), or every source."""
     if state.result:
+        # a cycle: permalink reads every view through registry, sources among them (sources -> permalink -> registry -> sources)
         from perfledger.views.permalink import detail
 
         return detail(engine, state.result)

@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perfledger.calc.metrics import minutes
 from perfledger.names import in_words
 from perfledger.numbers import percent_text, text
+from perfledger.views.mlperf import derived_tflops, per_device_tokens
 from perfledger.vocabulary import Precision
 
 PRECISIONS = tuple(p.value for p in Precision if p is not Precision.UNSTATED)
@@ -135,9 +137,6 @@ def preview_figures(file_format: str, config: Mapping[str, Any], summary: Mappin
     """The figures an upload's preview leads with. A result file that states a time to train (an MLPerf result)
     leads with it, in minutes as MLPerf reports it, with the figures derived from it labelled so; any other log
     with its steady-state figures. `results` are the prepared run's result records (metric, value)."""
-    from perfledger.calc.metrics import minutes
-    from perfledger.views.mlperf import derived_tflops, per_device_tokens
-
     stated = {r.metric: r.value for r in results if r.value is not None}
     seconds = stated.get("time_to_train_s")
     if seconds and (file_format == "mlperf" or summary.get("tokens_per_s_per_device") is None):

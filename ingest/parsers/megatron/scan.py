@@ -145,6 +145,7 @@ class _Scanned:
         return {name: cols[name] for name in _EXTRACTED}
 
     def _column(self, name: str, r0: int, r1: int) -> pl.Series:
+        # numpy (~100 ms) loads only when a Megatron log is scanned, not with every `python -m ingest`
         import numpy as np
 
         values, status, nonzero = (a[r0:r1] for a in self.fields[name])
