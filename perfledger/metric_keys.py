@@ -168,7 +168,7 @@ class Vocabulary:
     @staticmethod
     def _by_grammar(name: str) -> tuple[KeyRow, ...]:
         """The row a name no row spells reads as from its words (perfledger.key_grammar), if any."""
-        from perfledger.key_grammar import row_by_grammar
+        from perfledger.key_grammar import row_by_grammar  # key_grammar builds KeyRow of this module: a cycle
 
         row = row_by_grammar(name)
         return (row,) if row is not None else ()
