@@ -163,13 +163,13 @@ def detect_head(raw: bytes, *, file_name: str) -> type[LogParser]:
     return weigh_head(raw, file_name=file_name).parser
 
 
-def detect_stream(stream: BinaryIO, head: bytes, *, file_name: str) -> tuple[BinaryIO, bytes, type[LogParser]]:
-    """The stream to parse, its head and its parser: the file itself (see weigh_head); or, when no format reads the
-    file and it is a document (a README, a docs page) whose code blocks one does read, the view of its code blocks
-    (ingest.documents.code_view), line for line. The stream is read to its end for the view (a document is small),
-    so that whoever counts or hashes what passes sees the whole file."""
+def detect_stream(stream: BinaryIO, head: bytes, *, file_name: str) -> tuple[BinaryIO, bytes, Detection]:
+    """The stream to parse, its head and its detection: the file itself (see weigh_head); or, when no format reads
+    the file and it is a document (a README, a docs page) whose code blocks one does read, the view of its code
+    blocks (ingest.documents.code_view), line for line. The stream is read to its end for the view (a document is
+    small), so that whoever counts or hashes what passes sees the whole file."""
     try:
-        return stream, head, detect_head(head, file_name=file_name)
+        return stream, head, weigh_head(head, file_name=file_name)
     except UnknownFormat as refused:
         whole = stream.read(MAX_DOCUMENT_BYTES + 1)
         view = code_view(decode(whole)) if len(whole) <= MAX_DOCUMENT_BYTES else None
@@ -177,15 +177,15 @@ def detect_stream(stream: BinaryIO, head: bytes, *, file_name: str) -> tuple[Bin
             raise
         raw = view.encode("utf-8")
         try:
-            parser = detect_head(raw[:WIDE_HEAD_BYTES], file_name=file_name)
+            found = weigh_head(raw[:WIDE_HEAD_BYTES], file_name=file_name)
         except UnknownFormat:
             raise refused from None
-        return io.BytesIO(raw), raw[:WIDE_HEAD_BYTES], parser
+        return io.BytesIO(raw), raw[:WIDE_HEAD_BYTES], found
 
 
-def skip_stray_lines(parser: LogParser, raw: bytes) -> None:
-    """Count the head's stray lines (see StrayLine) as skipped lines of `parser` and add a note to its run."""
-    found = weigh_head(raw, file_name=parser.file_name)
+def skip_stray_lines(parser: LogParser, found: Detection) -> None:
+    """Count the head's stray lines (see StrayLine) that detection `found` as skipped lines of `parser` and add a
+    note to its run."""
     stray = found.stray if isinstance(parser, found.parser) else ()
     for line in stray:
         parser.problem(line.lineno, f"a line of the {line.format.value} format in a {parser.format.value} log; "

@@ -184,8 +184,8 @@ def _detected(limited: Limited, file_name: str) -> tuple[BinaryIO, LogParser]:
         stream, head_bytes, found = detect_stream(buffered, head_bytes, file_name=file_name)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ParseError(file_name, None, f"could not be decompressed: {exc}") from None
-    parser = found(file_name)
-    skip_stray_lines(parser, head_bytes)
+    parser = found.parser(file_name)
+    skip_stray_lines(parser, found)
     if not parser.reads_bytes:
         head = clean_text(head_bytes.decode("utf-8", "replace"))
         parser.saw_time(date_in_text(head))
