@@ -9,10 +9,13 @@ folder (marked `postgres` and `ducklake`).
 from __future__ import annotations
 
 import fcntl
+import functools
+import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +31,28 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "data"
 LOGS = ROOT / "tests" / "fixtures" / "logs"
+
+# Sweeps over the fixture logs take the first two logs of each format (what they prove differs by format, not by
+# file); PERFLEDGER_TEST_SWEEP=every takes every log, after a change to a parser, detection or the run page.
+EVERY_LOG = os.environ.get("PERFLEDGER_TEST_SWEEP") == "every"
+
+
+def per_format(names: Iterable[str], each: int = 2) -> list[str]:
+    """The first `each` of `names` (fixture log file names) of each format their expected summary names; a name
+    with no expected summary is a kind of its own. Every name under PERFLEDGER_TEST_SWEEP=every."""
+    if EVERY_LOG:
+        return sorted(names)
+    formats = {p.name.removesuffix(".expected.json"): json.loads(p.read_text()).get("format")
+               for p in LOGS.glob("*.expected.json")}
+    taken: Counter[str] = Counter()
+    kept = []
+    for name in sorted(names):
+        kind = formats.get(name) or name
+        if taken[kind] < each:
+            taken[kind] += 1
+            kept.append(name)
+    return kept
+
 
 # Property tests: the suite's profile tries 60 cases a property (a test that needs fewer says so in its own
 # @settings); HYPOTHESIS_PROFILE=thorough tries 600, after a change to a parser, a scanner or an order statistic.
@@ -63,6 +88,15 @@ def _seed(path: Path) -> None:
     engine = store.engine_from_url(f"duckdb:///{path}")
     store.init_store(engine, DATA_DIR)
     engine.dispose()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def components_scanned_once() -> None:
+    """Each AppTest scans every installed distribution for Streamlit components (0.3 s of a 0.5 s page run); the
+    installed set does not change within a session, so the first scan serves every later AppTest."""
+    from streamlit.components.v2 import manifest_scanner  # only here: most workers never run a page
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 @pytest.fixture(scope="session")
