@@ -45,6 +45,13 @@ READERS = [
 ]
 COMMANDS = WRITERS + READERS
 NAMES = [name for name, _ in COMMANDS]
+# Every command meets a damaged file and a store another process holds. The faults after those meet the command
+# line through the same opening of the store, so each takes a share of the commands in turn (every writer and
+# every reader meets some): the 69 cases took 3.5 minutes of a 2-core run; these faults now meet 29 commands, not 45.
+
+
+def share(commands: list[tuple[str, list[str]]], offset: int, every: int = 2) -> list[tuple[str, list[str]]]:
+    return commands[offset % every::every]
 
 
 def run(args: list[str], url: str, elsewhere: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -111,7 +118,7 @@ def stopped_pg() -> Iterator[str]:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("name", "args"), COMMANDS, ids=NAMES)
+@pytest.mark.parametrize(("name", "args"), share(COMMANDS, 0, every=3), ids=[n for n, _ in share(COMMANDS, 0, every=3)])
 def test_a_postgresql_server_that_stopped_is_one_sentence(name: str, args: list[str], stopped_pg: str,
                                                           elsewhere: Path) -> None:
     said_in_one_sentence(run(args, stopped_pg, elsewhere), "seeded_then_stopped", "Connection refused")
@@ -147,7 +154,7 @@ def test_a_store_on_a_read_only_volume_is_served_in_read_only_mode(seeded_file: 
     assert there.stdout == run(export, f"duckdb:///{seeded_file}", elsewhere).stdout
 
 
-@pytest.mark.parametrize(("name", "args"), WRITERS, ids=[n for n, _ in WRITERS])
+@pytest.mark.parametrize(("name", "args"), share(WRITERS, 0), ids=[n for n, _ in share(WRITERS, 0)])
 def test_a_write_into_a_folder_refusing_the_writers_lock_file_is_one_sentence(name: str, args: list[str],
                                                                               seeded_file: Path,
                                                                               elsewhere: Path) -> None:
@@ -166,7 +173,7 @@ def full_disk(seeded_file: Path, tmp_path: Path) -> Iterator[Path]:
         filler.unlink()
 
 
-@pytest.mark.parametrize(("name", "args"), WRITERS, ids=[n for n, _ in WRITERS])
+@pytest.mark.parametrize(("name", "args"), share(WRITERS, 1), ids=[n for n, _ in share(WRITERS, 1)])
 def test_a_write_to_a_store_on_a_full_disk_says_the_disk_is_full_and_loses_nothing(
         name: str, args: list[str], full_disk: Path, seeded_file: Path, elsewhere: Path) -> None:
     export = ["perfledger", "export", "sources", "", "--db", "URL"]
@@ -177,7 +184,7 @@ def test_a_write_to_a_store_on_a_full_disk_says_the_disk_is_full_and_loses_nothi
     assert after.returncode == 0 and after.stdout == before and before.count("\n") > 10
 
 
-@pytest.mark.parametrize(("name", "args"), READERS[:3], ids=[n for n, _ in READERS[:3]])
+@pytest.mark.parametrize(("name", "args"), share(READERS, 1), ids=[n for n, _ in share(READERS, 1)])
 def test_a_store_on_a_full_disk_is_still_read(name: str, args: list[str], full_disk: Path, elsewhere: Path) -> None:
     served(run(args, f"duckdb:///{full_disk}", elsewhere))
 

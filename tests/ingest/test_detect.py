@@ -12,7 +12,7 @@ from ingest.detect import detect_format, detect_head, weigh, weigh_head
 from ingest.pipeline import prepare
 from perfledger.errors import UnknownFormat
 from perfledger.vocabulary import LogFormat
-from tests.conftest import LOGS
+from tests.conftest import LOGS, per_format
 
 STRAY = {
     "mlperf": ':::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "submission_benchmark", '
@@ -26,9 +26,9 @@ STRAY = {
     "hf_trainer_log": "{'loss': 1.23, 'learning_rate': 1e-05, 'epoch': 0.1}",
     "dllogger": 'DLLL {"step": 1, "data": {"reduced_train_loss": 1.0}}',
 }
-LINE_LOGS = sorted(p.name for p in LOGS.iterdir()
-                   if not p.name.endswith((".expected.json", ".md", ".json", ".csv"))
-                   and ".tfevents." not in p.name)  # binary: no lines to stray among
+LINE_LOGS = per_format(p.name for p in LOGS.iterdir()
+                       if not p.name.endswith((".expected.json", ".md", ".json", ".csv"))
+                       and ".tfevents." not in p.name)  # binary: no lines to stray among
 
 
 def with_line(raw: bytes, line: str, at: int) -> bytes:

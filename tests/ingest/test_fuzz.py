@@ -14,7 +14,7 @@ from perfledger.vocabulary import LogFormat
 from tests.ingest.mutations import MUTATIONS, PARSED, REFUSED, cases, corpus, describe, run_case
 
 SEED = 24
-CASES_PER_FORMAT = 50  # 600 cases (12 grammars); bench/fuzz.py runs the long version
+CASES_PER_FORMAT = 25  # 300 cases (12 grammars); bench/fuzz.py runs the long version
 # The formats are named here, not found by detecting every fixture: that took 4 s of every worker's collection.
 FORMATS = sorted(f.value for f in LogFormat if f is not LogFormat.MICROBENCH)
 CORPUS = cache(corpus)

@@ -1,5 +1,5 @@
-"""Every kind of stored item has a run page that renders: each fixture log, the MLPerf results, the
-micro-benchmark sample, ingested into one store and opened on the Runs page."""
+"""Every kind of stored item has a run page that renders: fixture logs of every format (tests.conftest.per_format),
+the MLPerf results, the micro-benchmark sample, ingested into one store and opened on the Runs page."""
 
 from __future__ import annotations
 
@@ -13,10 +13,16 @@ from streamlit.testing.v1 import AppTest
 from ingest import pipeline
 from perfledger import store
 from perfledger.records import RunConfig
+from tests.conftest import per_format
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "logs"
-ITEMS = sorted(p for p in LOGS.iterdir() if not p.name.endswith((".expected.json", ".md"))) + [
+NAMED = ("nvidia_eos_n64_h100_gpt3_nemo_v4.0_result_0.txt", "gcp_a4_b200_llama3_8b_8gpu_fp8_nemo2504.log",
+         "gcp_a4_b200_qwen2_5_32b_16gpu_nemo2504.log", "gcp_a4_b200_qwen3_30b_16gpu_nemo2504.log",
+         "cscs_gh200_gated_attn_te_1gpu_rankprefix.out", "oraby8_tts_grpo_wandb_history.csv",
+         "cscs_gh200_llama3_1b_10n4g_megatron.events.out.tfevents.1776244695.nid007435.275938.0")  # read below
+ITEMS = [LOGS / name for name in sorted({*per_format(p.name for p in LOGS.iterdir()
+                                                     if not p.name.endswith((".expected.json", ".md"))), *NAMED})] + [
     ROOT / "tests" / "fixtures" / "microbench_sample.jsonl"]
 
 
