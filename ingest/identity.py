@@ -15,7 +15,6 @@ stored run configuration's `identity`. A workload the log does not state is "pre
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -24,6 +23,7 @@ from typing import Any
 from ingest.config_lines import Statement
 from perfledger import catalog
 from perfledger.frameworks import Frameworks
+from perfledger.quantities import workload_in
 from perfledger.records import RunConfig
 
 IDENTITY_FIELDS = ("model", "accelerator", "n_devices", "precision", "seq_len", "global_batch", "micro_batch",
@@ -38,8 +38,6 @@ _LABELS = {"seq_len": "sequence lengths", "global_batch": "global batch sizes", 
 _PRECISION_WORDS = (("fp8", ("fp8", "float8", "e4m3", "e5m2", "hybrid")), ("bf16", ("bf16", "bfloat16")),
                     ("fp16", ("fp16", "float16", "half", "16-mixed", "16_mixed", "amp_fp16")),
                     ("fp32", ("fp32", "float32", "32-true", "32_true", "full")))
-_WORKLOAD_WORDS = (("lora", ("lora", "qlora", "dora")), ("rlhf", ("ppo", "grpo", "rlhf", "dpo", "rl")),
-                   ("sft", ("sft", "finetune", "fine-tune")), ("pretrain", ("pretrain", "pretraining")))
 Provenance = dict[str, dict[str, Any]]
 HOST_NAME = "host_name"  # a configuration row's unit: a host or node name an accelerator may be read from
 
@@ -59,9 +57,10 @@ def precision_of(text: str) -> str | None:
 
 
 def workload_of(text: str) -> str | None:
-    """A workload as printed ("lora_finetune", "peft: lora", "ppo") -> lora, rlhf, sft or pretrain."""
-    low = re.sub(r"[^a-z-]", " ", text.lower()).split()
-    return next((w for w, words in _WORKLOAD_WORDS if any(word in words for word in low)), None)
+    """A workload as printed ("lora_finetune", "peft: lora", "ppo", "SFTTrainer") -> its Workload value
+    (perfledger.quantities.workload_in): lora_finetune, rlhf, sft or pretrain."""
+    found = workload_in(text)
+    return found.value if found is not None else None
 
 
 @dataclass(slots=True)

@@ -327,8 +327,8 @@ def _with_limits(rule: SteadyRule, f: float | None, acc_row: Mapping[str, Any] |
 def _workload_note(workload: str | None, mfu: float | None) -> str | None:
     """What the FLOPs convention of a fine-tune or an RL run means for its model TFLOPS and MFU."""
     if workload in fl.WORKLOAD_CONVENTIONS:
-        return (f"a {workload} run: model TFLOPS{' and MFU' if mfu is not None else ''} count "
-                f"{fl.WORKLOAD_CONVENTIONS[workload][1]}")
+        says = fl.WORKLOAD_CONVENTIONS[workload][1]  # "LoRA: the frozen weights ..."
+        return f"a {says.split(':')[0]} run: model TFLOPS{' and MFU' if mfu is not None else ''} count {says}"
     if workload == "rlhf":
         return ("an RL run: model TFLOPS count the training FLOPs of the tokens trained on; the rollout's generation "
                 "is not counted")

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfledger.errors import DataFileError
+from perfledger.quantities import workload_in
 from perfledger.settings import data_dir as settings_data_dir
 from perfledger.vocabulary import LogFormat
 
@@ -50,7 +51,7 @@ CONFIG_KEYS_FILE = "config_keys.csv"
 FRAMEWORK_HEADER = ("framework", "grammar", "recognise", "line_prefix", "workload", "note")
 CONFIG_HEADER = ("framework", "key", "field", "unit", "value", "note")
 GRAMMARS = (LogFormat.KEY_VALUE.value, LogFormat.METRICS.value)
-WORKLOADS = ("pretrain", "sft", "lora", "rlhf")
+WORKLOADS = ("pretrain", "sft", "lora_finetune", "rlhf")
 
 # field -> what it states (RunConfig fields, and the quantities others are derived from)
 FIELDS: dict[str, str] = {
@@ -62,7 +63,7 @@ FIELDS: dict[str, str] = {
     "tokens_per_step": "tokens per optimizer step, all devices", "logging_steps": "optimizer steps per logged record",
     "tp": "tensor parallel size", "pp": "pipeline parallel size", "dp": "data parallel size",
     "cp": "context parallel size", "ep": "expert parallel size", "zero_stage": "DeepSpeed ZeRO stage",
-    "framework_version": "the framework's version", "workload": "pretrain, sft, lora or rlhf",
+    "framework_version": "the framework's version", "workload": "pretrain, sft, lora_finetune or rlhf",
     "num_layers": "transformer layers", "hidden_size": "hidden size", "ffn_hidden_size": "feed-forward size",
     "num_attention_heads": "attention heads", "num_kv_heads": "key-value heads (query groups)",
     "num_experts": "experts of a mixture-of-experts layer", "moe_top_k": "experts each token is routed to",
@@ -196,13 +197,15 @@ def check_framework_row(fields: Mapping[str, str], file_name: str, lineno: int |
         raise DataFileError(file_name, lineno, f"grammar must be one of: {', '.join(GRAMMARS)}")
     if not fields.get("recognise"):
         raise DataFileError(file_name, lineno, "recognise must be a regular expression a line of the log matches")
-    if fields.get("workload", "") not in ("", *WORKLOADS):
-        raise DataFileError(file_name, lineno, f"workload must be empty or one of: {', '.join(WORKLOADS)}")
+    printed = fields.get("workload", "")
+    workload = workload_in(printed) if printed else None
+    if printed and (workload is None or workload.value not in WORKLOADS):
+        raise DataFileError(file_name, lineno, f"workload {printed!r} names none of: {', '.join(WORKLOADS)}")
     prefix = fields.get("line_prefix", "")
     return FrameworkRow(framework=fields["framework"], grammar=fields["grammar"],
                         recognise=_pattern(fields["recognise"], "recognise", file_name, where),
                         line_prefix=_pattern(prefix, "line_prefix", file_name, where) if prefix else None,
-                        workload=fields.get("workload", ""), note=fields.get("note", ""))
+                        workload=workload.value if workload else "", note=fields.get("note", ""))
 
 
 def parse_config_keys(text: str, file_name: str) -> list[ConfigKey]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfledger.errors import DataFileError
-from perfledger.vocabulary import Metric, Precision, PrecisionReading
+from perfledger.vocabulary import Metric, Precision, PrecisionReading, Workload
 
 WORDS_FILE = Path(__file__).resolve().parents[1] / "data" / "quantity_words.csv"
 WORDS_HEADER = ("kind", "word", "means", "factor")
@@ -84,6 +84,23 @@ def _checked_row(name: str, line: int, cells: list[str]) -> tuple[str, str, str,
 def words() -> Words:
     """The bundled words file, read once per process."""
     return read_words(WORDS_FILE)
+
+
+# where the words of one text name several workloads, the narrowest: "sft with lora" is a LoRA run
+_WORKLOAD_PRECEDENCE = (Workload.LORA_FINETUNE, Workload.RLHF, Workload.SFT, Workload.PRETRAIN)
+
+
+def workload_in(text: str) -> Workload | None:
+    """The workload the words of `text` name, by the words file ("SFTTrainer" -> sft, "peft: lora" and "lora"
+    -> lora_finetune, "GRPO" -> rlhf); None where they name none.
+
+    >>> workload_in("SFTTrainer"), workload_in("qlora_sft"), workload_in("none")
+    (<Workload.SFT: 'sft'>, <Workload.LORA_FINETUNE: 'lora_finetune'>, None)
+    """
+    table = words().of("workload")
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)  # CamelCase: SFT Trainer
+    named = {Workload(table[w][0]) for w in re.findall(r"[a-z0-9]+", spaced.lower()) if w in table}
+    return next((w for w in _WORKLOAD_PRECEDENCE if w in named), min(named) if named else None)
 
 
 # ------------------------------------------------------------------------------------------------------------ units

@@ -228,7 +228,7 @@ def flops_per_token(shape: ModelShape, seq_len: int, formula: str = DEFAULT_FORM
 LORA_FACTOR = 4 / 6  # forward 2 + activation gradients 2 of the full 6: frozen weights get no weight gradient
 # workload -> (factor on the training FLOPs per token, what the factor says); a workload not here trains every weight
 WORKLOAD_CONVENTIONS: dict[str, tuple[float, str]] = {
-    "lora": (LORA_FACTOR, "LoRA: the frozen weights get no weight gradient, 4/6 of full training's FLOPs"),
+    "lora_finetune": (LORA_FACTOR, "LoRA: the frozen weights get no weight gradient, 4/6 of full training's FLOPs"),
 }
 
 
@@ -238,7 +238,7 @@ def workload_flops_per_token(shape: ModelShape, seq_len: int, workload: str | No
     4/6: forward 2 and activation gradients 2 per parameter, no weight gradients for the frozen weights). An RL
     step's generation is not training and is not counted. FLOP/token.
 
-    >>> round(workload_flops_per_token(LLAMA2_70B, 4096, "lora") / flops_per_token(LLAMA2_70B, 4096), 4)
+    >>> round(workload_flops_per_token(LLAMA2_70B, 4096, "lora_finetune") / flops_per_token(LLAMA2_70B, 4096), 4)
     0.6667
     """
     factor, _ = WORKLOAD_CONVENTIONS.get(workload or "", (1.0, ""))

@@ -69,8 +69,8 @@ def test_a_lora_run_is_counted_under_the_lora_convention_and_says_so() -> None:
     full = summarize(parsed, RunConfig(model="llama2-70b", seq_len=4096, n_devices=8, precision="bf16",
                                        workload="pretrain"), steps, known)
     lora = summarize(parsed, RunConfig(model="llama2-70b", seq_len=4096, n_devices=8, precision="bf16",
-                                       workload="lora"), steps, known)
+                                       workload="lora_finetune"), steps, known)
     assert full.model_tflops_per_device is not None and full.mfu is not None
     assert lora.model_tflops_per_device == pytest.approx(full.model_tflops_per_device * 4 / 6)
     assert lora.flops_formula is not None and "LoRA" in lora.flops_formula
-    assert any(w.startswith("a lora run: model TFLOPS and MFU count") for w in lora.warnings)
+    assert any(w.startswith("a LoRA run: model TFLOPS and MFU count") for w in lora.warnings)

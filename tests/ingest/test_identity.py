@@ -112,7 +112,7 @@ def test_precisions_as_frameworks_print_them(printed: str, precision: str) -> No
     assert precision_of(printed) == precision
 
 
-@pytest.mark.parametrize(("printed", "workload"), [("lora_finetune", "lora"), ("qlora", "lora"), ("ppo", "rlhf"),
+@pytest.mark.parametrize(("printed", "workload"), [("lora_finetune", "lora_finetune"), ("qlora", "lora_finetune"), ("ppo", "rlhf"),
                                                    ("grpo", "rlhf"), ("sft", "sft"), ("none", None)])
 def test_workloads_as_frameworks_print_them(printed: str, workload: str | None) -> None:
     assert workload_of(printed) == workload
