@@ -23,6 +23,7 @@ from perfledger.store.engine import connection as _connection
 from perfledger.store.lake import lake_of
 from perfledger.store.stamp import read_stamp
 from perfledger.store.upgrade import run_date
+from perfledger.vocabulary import LogFormat, Workload
 
 STEP_COLUMNS = tuple(STEP_SCHEMA)
 
@@ -122,11 +123,8 @@ def results(
     columns: Sequence[str] | None = None,
     published: bool = False,
 ) -> pl.DataFrame:
-    """Result rows with their source, accelerator and model names; every filter is a bound parameter.
-
-    `columns` keeps only those (in the table's order): a page that reads a third of them fetches a third.
-    `published` keeps the rows no stored run produced (run_id null).
-    """
+    """Result rows with their source, accelerator and model names; every filter is a bound parameter. `columns`
+    keeps only those (in the table's order); `published` keeps the rows no stored run measured."""
     r = schema.result
     stmt = _results_select()
     if columns is not None:
@@ -150,8 +148,9 @@ def results(
         stmt = stmt.where(r.c.id.in_(list(ids)))
     if run_ids is not None:
         stmt = stmt.where(r.c.run_id.in_(list(run_ids)))
-    if published:
-        stmt = stmt.where(r.c.run_id.is_(None))
+    if published:  # the seed's rows and every imported claims table's: no run of the store measured them
+        imports = sa.select(schema.run.c.id).where(schema.run.c.format == LogFormat.CLAIMS_CSV.value)
+        stmt = stmt.where(sa.or_(r.c.run_id.is_(None), r.c.run_id.in_(imports)))
     return query(engine, stmt)
 
 
@@ -292,13 +291,22 @@ def runs_of_format(engine: Engine, fmt: str) -> list[RunRow]:
     return [_run_row(dict(row)) for row in rows]
 
 
+_EARLIER_WORKLOADS = {"lora": Workload.LORA_FINETUNE.value}  # run workloads stored before they were the vocabulary's
+
+
+def _config(text: str | None) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(text or "{}")
+    earlier = config.get("workload") in _EARLIER_WORKLOADS
+    return config | {"workload": _EARLIER_WORKLOADS[config["workload"]]} if earlier else config
+
+
 def _run_row(data: dict[str, Any]) -> RunRow:
     return RunRow(
         **{k: data[k] for k in ("id", "content_sha256", "format", "file_name", "file_bytes")},
         ingested_at=_utc(data["ingested_at"]),
         n_steps=data["n_steps"],
         skipped_lines=data["skipped_lines"],
-        config=json.loads(data["config"] or "{}"),
+        config=_config(data["config"]),
         warnings=json.loads(data["warnings"] or "[]"),
         summary=json.loads(data["summary"]) if data["summary"] else None,
         source_id=data["source_id"],
