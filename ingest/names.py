@@ -30,17 +30,18 @@ class LoggedName:
 
 def unknown_names(raw: bytes, vocabulary: Vocabulary | None = None) -> list[LoggedName]:
     """The names the vocabulary does not know, in the order the file first logs them (at most MAX_NAMES)."""
-    known = (vocabulary or load_vocabulary()).is_known
+    vocabulary = vocabulary or load_vocabulary()
+    known = vocabulary.is_known
     lines = [line.strip() for line in clean_text(decode(raw[:HEAD_BYTES])).split("\n")]
     lines = [line for line in itertools.islice(lines, MAX_LINES) if line]
     found: dict[str, str] = {}
-    for name, value in _logged(lines):
+    for name, value in _logged(lines, vocabulary):
         if name and not known(name) and name not in found and len(found) < MAX_NAMES:
             found[name] = value[:40]
     return [LoggedName(name, example) for name, example in found.items()]
 
 
-def _logged(lines: list[str]) -> list[tuple[str, str]]:
+def _logged(lines: list[str], vocabulary: Vocabulary) -> list[tuple[str, str]]:
     if not lines:
         return []
     records = [obj for line in lines if line.startswith("{") and isinstance(obj := _object(line), dict)]
@@ -52,7 +53,7 @@ def _logged(lines: list[str]) -> list[tuple[str, str]]:
         if len(header) >= 2 and row is not None and len(row) == len(header):
             return list(zip(header, row, strict=True))
     console = [pairs for line in lines if len(pairs := line_pairs(line)) >= 2]
-    steps = [pairs for pairs in console if is_record(pairs)]  # the lines read as steps, when any are
+    steps = [pairs for pairs in console if is_record(pairs, vocabulary)]  # the lines read as steps, when any are
     chosen = steps or [pairs for pairs in console if len(pairs) >= MIN_PAIRS]  # else a step's report, not a banner
     return [pair for pairs in chosen for pair in pairs.items() if pair[0] != "line_time"]
 

@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from perfledger.errors import DataFileError
 from perfledger.quantities import workload_in
 from perfledger.settings import data_dir as settings_data_dir
@@ -114,6 +116,14 @@ class ConfigKey:
         return self.framework == "*" or self.framework in frameworks
 
 
+@functools.lru_cache(maxsize=8)
+def _joined(frameworks: Frameworks, grammar: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile("|".join(f"(?:{row.recognise.pattern})" for row in frameworks.grammar_rows(grammar)) or "(?!)")
+    except re.error:
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class Frameworks:
     """Every framework row and configuration key, in file order."""
@@ -130,6 +140,14 @@ class Frameworks:
                     and any(row.recognise.search(line) for line in lines):
                 found[row.framework] = None
         return list(found)
+
+    def recognises(self, line: str, grammar: str) -> bool:
+        """Whether a framework row of `grammar` recognises the line: one search of their patterns joined (a
+        detection asks it of every head line)."""
+        joined = _joined(self, grammar)
+        if joined is None:  # a user's pattern with flags of its own: each searched alone
+            return any(row.recognise.search(line) for row in self.grammar_rows(grammar))
+        return joined.search(line) is not None
 
     def of(self, framework: str | None) -> tuple[FrameworkRow, ...]:
         return tuple(row for row in self.rows if row.framework == framework)
@@ -178,10 +196,15 @@ def _records(text: str, file_name: str, header: tuple[str, ...]) -> list[tuple[i
 
 
 def _pattern(text: str, what: str, file_name: str, lineno: int) -> re.Pattern[str]:
+    """The pattern compiled; lines are searched with it in Polars too, whose regular expressions have no
+    look-around or back-reference (a row using one would stop every ingest)."""
     try:
+        pl.Series([""], dtype=pl.String).str.contains(text)
         return re.compile(text)
-    except re.error as exc:
-        raise DataFileError(file_name, lineno, f"{what} {text!r} is not a regular expression ({exc})") from None
+    except (re.error, pl.exceptions.PolarsError) as exc:
+        reason = next((line for line in str(exc).splitlines() if line.startswith("error:")), str(exc))[:120]
+        raise DataFileError(file_name, lineno, f"{what} {text!r} is not a regular expression both Python and "
+                                               f"Polars read ({reason})") from None
 
 
 def parse_framework_rows(text: str, file_name: str) -> list[FrameworkRow]:

@@ -88,7 +88,8 @@ class KeyValueLogParser(LogParser):
         lines = head.split("\n")
         if load_frameworks().recognised(lines, _GRAMMAR):
             return True
-        return sum(1 for line in _with_indented(lines) if is_record(line_pairs(line))) >= MIN_RECORD_LINES
+        vocabulary = load_vocabulary()  # once: it looks at the data folder for a user's rows each time
+        return sum(1 for line in _with_indented(lines) if is_record(line_pairs(line), vocabulary)) >= MIN_RECORD_LINES
 
     @classmethod
     def claims(cls, line: str) -> bool:
@@ -104,10 +105,10 @@ class KeyValueLogParser(LogParser):
         def claims(line: str) -> bool:
             if line.lstrip().startswith('{"'):
                 return False
-            if frameworks.recognised([line], _GRAMMAR):
+            if frameworks.recognises(line, _GRAMMAR):
                 return True
             pairs = line_pairs(line)
-            return is_record(pairs) and bool(_columns(vocabulary, frozenset(pairs), ()) & _EVIDENCE)
+            return is_record(pairs, vocabulary) and bool(_columns(vocabulary, frozenset(pairs), ()) & _EVIDENCE)
         return claims
 
     def __init__(self, file_name: str) -> None:
