@@ -75,7 +75,8 @@ def _table(frameworks: Frameworks) -> _Table:
     keys = sorted(by_key, key=len, reverse=True)
     names = {f"k{i}": key for i, key in enumerate(keys)}
     alternation = "|".join(f"(?P<{g}>{_spelled(k)})" for g, k in names.items())
-    plain = re.compile(r"(?<![\w-])(?P<dash>--)?(?:" + alternation + r")(?![\w-])['\"]?(?P<sep>\s*[:=]\s*|\s+)?"
+    # a key followed by "/" or "." is the parent of another (`Train trainer/device_train_microbatch_size: 2`)
+    plain = re.compile(r"(?<![\w-])(?P<dash>--)?(?:" + alternation + r")(?![\w/.-])['\"]?(?P<sep>\s*[:=]\s*|\s+)?"
                        + _VALUE + "?") if keys else None
     # a key under a parent (`speed_monitor.window_size`) is found by its last part too: YAML prints it nested
     rust_keys = "|".join(_spelled(k) for k in dict.fromkeys([*keys, *(k.rsplit(".", 1)[-1] for k in keys)]))
