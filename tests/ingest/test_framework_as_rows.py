@@ -94,3 +94,18 @@ def test_a_bad_framework_row_is_refused_with_its_line_and_reason(tmp_path: Path,
     assert cli.main(["keys", "add", str(bad)]) == 1
     assert "bad.csv:2: recognise '(unclosed' is not a regular expression" in capsys.readouterr().err
     assert (data / "frameworks.csv").read_text(encoding="utf-8") == before
+
+
+def test_a_key_pattern_polars_cannot_search_is_refused_before_it_stops_every_ingest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A re: key with a look-ahead compiled in Python, was stored, and then every ingest failed in Polars' search."""
+    data = tmp_path / "data"
+    shutil.copytree(DEFAULT_DATA_DIR, data, ignore=shutil.ignore_patterns("*.duckdb*", "logs"))
+    monkeypatch.setenv("PERFLEDGER_DATA_DIR", str(data))
+    before = (data / "config_keys.csv").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.csv"
+    bad.write_text('framework,key,field,unit,value,note\n*,"re:trainable%: (?!100)\\d",workload,flag,lora_finetune,\n')
+    assert cli.main(["keys", "add", str(bad)]) == 1
+    said = capsys.readouterr().err
+    assert "bad.csv:2: key" in said and "look-around" in said, said
+    assert (data / "config_keys.csv").read_text(encoding="utf-8") == before

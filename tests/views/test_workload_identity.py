@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy import Engine
 
@@ -14,7 +15,8 @@ from perfledger import schema, store, views
 from tests.conftest import LOGS
 
 LORA_RESULT = LOGS / "nvidia_h200x8_llama2_70b_lora_nemo_v4.0_result_0.txt"
-HALOS = Path(__file__).resolve().parents[1] / "fixtures" / "heldout" / "halos_sft_llama2_7b_fsdp_3gpu.txt"
+HELD_OUT, UNSEEN = (Path(__file__).resolve().parents[1] / "fixtures" / kind for kind in ("heldout", "unseen"))
+HALOS = HELD_OUT / "halos_sft_llama2_7b_fsdp_3gpu.txt"
 CLAIMS_HEADER = ("metric,value,unit,source_id,source_title,source_url,source_date,source_kind,model,accelerator,n_devices,"
                  "precision,workload")
 
@@ -57,15 +59,38 @@ def test_a_run_an_earlier_release_stored_as_lora_reads_as_the_vocabularys_lora(w
 
 def test_a_trainers_class_name_states_the_workload_however_it_is_spelled(writable_engine: Engine,
                                                                          tmp_path: Path) -> None:
-    """HALOs printed `trainer: SFTTrainer` and `max_length: 1024`; the run was stored as pretraining, its sequence
-    length unread."""
+    """HALOs printed `trainer: SFTTrainer` and, under `loss:`, `name: sft`; the run was stored as pretraining by
+    default. Without the loss name, the trainer's class says it alone, however the class is spelled."""
     raw = HALOS.read_bytes()
     for spelled in (b"SFTTrainer", b"SftTrainer", b"sft_trainer"):
         path = tmp_path / spelled.decode() / HALOS.name
         path.parent.mkdir()
-        path.write_bytes(raw.replace(b"trainer: SFTTrainer", b"trainer: " + spelled))
+        path.write_bytes(raw.replace(b"trainer: SFTTrainer", b"trainer: " + spelled).replace(b"  name: sft\n", b""))
         run = store.run(writable_engine, pipeline.ingest_path(writable_engine, path).run_id)
         assert run is not None
         assert run.config["workload"] == "sft", spelled
         assert run.config["identity"]["workload"] == {"from": "log", "where": f"line 27: trainer: {spelled.decode()}"}
-        assert run.config["seq_len"] == 1024
+    published = store.run(writable_engine, pipeline.ingest_path(writable_engine, HALOS).run_id)
+    assert published is not None and published.config["workload"] == "sft"
+    assert published.config["identity"]["workload"]["from"] == "log"
+
+
+@pytest.mark.parametrize(("name", "workload", "where"), [
+    ("trl_dpo_gemma2b_lora_train.log", "lora_finetune", "trainable params: 19,611,648 || all params"),
+    ("trl_sft_llama2_7b_hhrlhf_train_log.txt", "sft", "trl/trainer/sft_trainer.py"),
+    ("halos_sft_llama2_7b_fsdp_3gpu.txt", "sft", "trainer: SFTTrainer"),
+])
+def test_what_a_fine_tuning_log_prints_states_its_workload(name: str, workload: str, where: str) -> None:
+    """PEFT's count of trainable parameters, a warning from TRL's trainer module, a trainer class: each was left
+    unread and the run stored as pretraining by default."""
+    with pipeline.prepare((HELD_OUT / name).read_bytes(), name) as prepared:
+        assert prepared.config["workload"] == workload
+        assert prepared.config["identity"]["workload"]["from"] == "log"
+        assert where in prepared.config["identity"]["workload"]["where"]
+
+
+def test_llama_factorys_fine_tuning_method_states_lora() -> None:
+    name = "llamafactory_deepseek7b_lora_2gpu_running_log.txt"
+    with pipeline.prepare((UNSEEN / name).read_bytes(), name) as prepared:
+        assert prepared.config["workload"] == "lora_finetune"
+        assert prepared.config["identity"]["workload"]["from"] == "log"
