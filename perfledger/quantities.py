@@ -94,12 +94,13 @@ def workload_in(text: str) -> Workload | None:
     """The workload the words of `text` name, by the words file ("SFTTrainer" -> sft, "peft: lora" and "lora"
     -> lora_finetune, "GRPO" -> rlhf); None where they name none.
 
-    >>> workload_in("SFTTrainer"), workload_in("qlora_sft"), workload_in("none")
+    >>> workload_in("SFTTrainer"), workload_in("QLoRA + SFT"), workload_in("none")
     (<Workload.SFT: 'sft'>, <Workload.LORA_FINETUNE: 'lora_finetune'>, None)
     """
     table = words().of("workload")
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)  # CamelCase: SFT Trainer
-    named = {Workload(table[w][0]) for w in re.findall(r"[a-z0-9]+", spaced.lower()) if w in table}
+    said = {*re.findall(r"[a-z0-9]+", text.lower()), *re.findall(r"[a-z0-9]+", spaced.lower())}  # and LoRA whole
+    named = {Workload(table[w][0]) for w in said if w in table}
     return next((w for w in _WORKLOAD_PRECEDENCE if w in named), min(named) if named else None)
 
 

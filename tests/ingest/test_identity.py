@@ -112,8 +112,9 @@ def test_precisions_as_frameworks_print_them(printed: str, precision: str) -> No
     assert precision_of(printed) == precision
 
 
-@pytest.mark.parametrize(("printed", "workload"), [("lora_finetune", "lora_finetune"), ("qlora", "lora_finetune"), ("ppo", "rlhf"),
-                                                   ("grpo", "rlhf"), ("sft", "sft"), ("none", None)])
+@pytest.mark.parametrize(("printed", "workload"), [
+    ("lora_finetune", "lora_finetune"), ("qlora", "lora_finetune"), ("LoRA", "lora_finetune"), ("DoRA", "lora_finetune"),
+    ("SFTTrainer", "sft"), ("ppo", "rlhf"), ("grpo", "rlhf"), ("sft", "sft"), ("none", None)])
 def test_workloads_as_frameworks_print_them(printed: str, workload: str | None) -> None:
     assert workload_of(printed) == workload
 
